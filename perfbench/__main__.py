@@ -1,0 +1,3 @@
+from perfbench.cli import main
+
+main()

@@ -1,0 +1,70 @@
+"""Warnings about a run's trustworthiness, each saying how to fix the problem (hyperfine's habit).
+Pure: summary and meta in, sentences out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
+
+
+def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
+    notes: list[str] = []
+    runs = summary["runs"]
+    if meta.get("status") == "interrupted":
+        notes.append("The run was interrupted: statistics cover only the tasks that finished.")
+    if not runs:
+        return [*notes, "No measured task finished; there is nothing to summarise."]
+    if len(runs) < 3:
+        notes.append(
+            f"Only {len(runs)} measured run(s): the median across runs and its range need 3 or "
+            "more to mean much. Use --runs 5 (the default) for release comparisons."
+        )
+    notes.extend(_failures(runs))
+    notes.extend(_tail_resolution(summary))
+    notes.extend(_spread(summary))
+    return notes
+
+
+def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
+    tasks = sum(r["overall"]["tasks"] for r in runs)
+    ok = sum(r["overall"]["ok"] for r in runs)
+    mismatch = sum(r["overall"]["expect_mismatch"] for r in runs)
+    if tasks and ok < tasks:
+        kinds: Counter[str] = Counter()
+        for r in runs:
+            for status in ("error", "timeout", "rate_limited"):
+                kinds[status] += r["overall"][status]
+        detail = ", ".join(f"{n} {k}" for k, n in kinds.items() if n)
+        yield (
+            f"{tasks - ok} of {tasks} measured tasks failed ({detail}); latency percentiles "
+            "cover successful tasks, 'latency_all' counts failures at their timeout. "
+            "See samples.jsonl for each error."
+        )
+    if mismatch:
+        yield (
+            f"{mismatch} task(s) did not make the tool calls their case expects; they are "
+            "measured but counted as not matching."
+        )
+
+
+def _tail_resolution(summary: Mapping[str, Any]) -> Iterable[str]:
+    cases = summary["pooled"]["cases"].values()
+    smallest = min((c["latency"]["n"] for c in cases if c["latency"]), default=0)
+    if 0 < smallest < 100:
+        yield (
+            f"Some cases have only {smallest} successful task(s) over all runs: their P99 is "
+            "simply the slowest one. For a meaningful per-case P99, raise --repeat so that "
+            "runs × repeat is 100 or more."
+        )
+
+
+def _spread(summary: Mapping[str, Any]) -> Iterable[str]:
+    p95 = summary["across_runs"]["overall"].get("latency.p95")
+    if p95 and p95["n"] >= 2 and p95["min"] > 0 and p95["max"] / p95["min"] > SPREAD_WARN:
+        yield (
+            f"P95 varied {p95['max'] / p95['min']:.1f}× between runs: something else may be "
+            "loading this machine or the target. Run on a quiet machine, or add --warmup."
+        )

@@ -1,0 +1,259 @@
+"""The ``perfbench`` command. Parses, calls the library, prints, and maps outcomes to exit codes;
+it holds no measurement logic of its own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import IntEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from perfbench import __version__, store
+from perfbench.advice import advise
+from perfbench.errors import PerfbenchError
+from perfbench.report import console as tables
+from perfbench.runner import Plan
+from perfbench.sample import Phase
+from perfbench.session import RunResult, Session
+from perfbench.stats import summarize
+from perfbench.suite import Suite, load_suite
+from perfbench.targets import resolve
+
+
+class ExitCode(IntEnum):
+    """Documented in the README; scripts and CI gates rely on these numbers."""
+
+    OK = 0
+    USAGE = 2  # bad command line (typer/click's own code)
+    CONFIG = 3  # bad case file, profile, target or run directory; perfbench could not work
+    INTERRUPTED = 130  # stopped with Ctrl-C; what was measured is kept
+
+
+app = typer.Typer(
+    help="Measure the latency, throughput, tokens and cost of LLM agents and LLM APIs.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+cases_app = typer.Typer(help="Inspect and validate case suites.", no_args_is_help=True)
+app.add_typer(cases_app, name="cases")
+
+
+def _console(stderr: bool = False) -> Console:
+    # Off a terminal (CI logs, pipes) rich assumes 80 columns and squeezes the tables; logs
+    # can take wider lines. COLUMNS, when set, still wins.
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=120)
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
+
+CasesArg = Annotated[
+    list[Path],
+    typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
+]
+RootOpt = Annotated[Path, typer.Option("--root", help="Folder that holds run directories.")]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """perfbench's own failures end the command with a message, never a traceback."""
+    try:
+        yield
+    except PerfbenchError as exc:
+        # As Text, not markup: messages quote user input such as '[a-z]' verbatim.
+        err.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
+        raise typer.Exit(ExitCode.CONFIG) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"perfbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print version.")
+    ] = False,
+) -> None:
+    """Measure the latency, throughput, tokens and cost of LLM agents and LLM APIs.
+
+    Start with [bold]perfbench run cases/[/]: it runs the example suite against the embedded
+    mock agent (no API key) and leaves a run directory in runs/.
+    """
+
+
+@app.command()
+def run(
+    cases: CasesArg,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            "-t",
+            help="What to measure: 'mock' (in-process mock agent) or "
+            "'mock:<profile>' with a profile name from mocks/ or a YAML path.",
+        ),
+    ] = "mock",
+    runs: Annotated[
+        int, typer.Option(min=1, help="Measured passes over the suite; statistics are per run.")
+    ] = 5,
+    warmup: Annotated[
+        int, typer.Option(min=0, help="Warmup passes first; kept in samples.jsonl, not in stats.")
+    ] = 1,
+    repeat: Annotated[
+        int, typer.Option(min=1, help="Executions of each case per pass (raise it for P99).")
+    ] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Tasks in flight at once.")
+    ] = 1,
+    seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+    label: Annotated[
+        str | None, typer.Option(help="A release or build name, e.g. v1.4.0; used by compare.")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder in which the run directory is created.")
+    ] = Path("runs"),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Run a case suite: warmup, then measured runs; print per-case statistics.
+
+    Example: [bold]perfbench run cases/ --runs 5 --concurrency 4 --label v1.4.0[/]
+    """
+    with _errors():
+        suite = load_suite(cases)
+        session = Session(
+            suite,
+            resolve(target),
+            Plan(runs=runs, warmup=warmup, repeat=repeat, concurrency=concurrency, seed=seed),
+            out_root=out_dir,
+            label=label,
+            on_pass=None if quiet else _pass_printer(suite, runs),
+        )
+        result = anyio.run(_run_with_sigint, session)
+    _print_result(result.summary, result.meta)
+    out.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+    if result.interrupted:
+        raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+async def _run_with_sigint(session: Session) -> RunResult:
+    """First Ctrl-C stops the run cleanly (measured tasks kept); a second one aborts."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    err.print("Interrupted: stopping; Ctrl-C again to abort at once.")
+                    session.stop()
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                    return
+
+        tg.start_soon(watch)
+        result = await session.run()
+        tg.cancel_scope.cancel()
+    return result
+
+
+def _pass_printer(suite: Suite, runs: int) -> Any:
+    def on_pass(phase: Phase, index: int, tasks: int) -> None:
+        what = "warmup" if phase == "warmup" else f"run {index + 1}/{runs}"
+        err.print(f"[dim]{what}: {tasks} tasks ({len(suite.cases)} cases)[/]", highlight=False)
+
+    return on_pass
+
+
+def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
+    out.print(tables.overview(summary, meta))
+    if summary["runs"]:
+        out.print(tables.case_table(summary, meta))
+        out.print(tables.language_table(summary))
+        out.print(tables.run_table(summary))
+    for note in advise(summary, meta):
+        out.print(f"[yellow]warning:[/] {note}", highlight=False)
+
+
+@app.command("list")
+def list_(
+    root: Annotated[Path, typer.Argument(help="Folder of run directories.")] = Path("runs"),
+) -> None:
+    """List runs (newest last) from their meta.json: time, suite, target, label, P50/P95."""
+    table = Table()
+    for col in ("run", "started", "suite", "target", "label", "tasks", "P50", "P95", "status"):
+        table.add_column(col, justify="right" if col in ("tasks", "P50", "P95") else "left")
+    for info in store.list_runs(root):
+        m = info.meta
+        head = m.get("headline") or {}
+        table.add_row(
+            info.path.name,
+            str(m.get("started_at", "")),
+            str(m.get("suite", {}).get("name", "")),
+            str(m.get("target", "")),
+            m.get("label") or "",
+            str(head.get("tasks", "–")),
+            tables.seconds(head.get("p50")),
+            tables.seconds(head.get("p95")),
+            str(m.get("status", "?")),
+        )
+    if not table.row_count:
+        err.print(f"No runs in {root}/. Start one with: perfbench run cases/")
+        return
+    out.print(table)
+
+
+@app.command()
+def show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run directory, name or label.")],
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
+    with _errors():
+        run_dir = store.resolve_run(run_ref, root)
+        meta = store.read_json(run_dir / store.META)
+        if (run_dir / store.SUMMARY).is_file():
+            summary = store.read_json(run_dir / store.SUMMARY)
+        else:
+            timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
+            summary = summarize(store.read_samples(run_dir), timeouts)
+    _print_result(summary, meta)
+    out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
+
+
+@cases_app.command("check")
+def cases_check(cases: CasesArg) -> None:
+    """Validate case files and print the cases; errors name file, line and field."""
+    with _errors():
+        suite = load_suite(cases)
+    table = Table(title=f"{suite.name}: {len(suite.cases)} cases, digest {suite.digest[:12]}")
+    for col in ("id", "lang", "tools", "calls", "tags", "timeout", "source"):
+        table.add_column(col, no_wrap=col in ("id", "source"))
+    for c in suite.cases:
+        table.add_row(
+            c.id,
+            c.language,
+            str(len(c.tools)),
+            str(len(c.expect.tool_calls)) if c.expect.tool_calls else "–",
+            ", ".join(c.tags),
+            f"{c.timeout_s:g} s",
+            suite.sources[c.id],
+        )
+    out.print(table)
+
+
+def main() -> None:
+    sys.exit(app())

@@ -1,0 +1,44 @@
+"""What machine and software measured a run: stored in meta.json so that comparisons can warn
+when two runs were not measured alike. Holds no user names, keys or environment variables."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+_PACKAGES = ("perfbench", "anyio", "httpx", "hdrhistogram", "pydantic", "trio", "uvloop")
+
+
+def fingerprint() -> dict[str, Any]:
+    return {
+        "os": platform.system(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+    }
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

@@ -1,0 +1,37 @@
+"""The recorder: where every finished Sample goes. It appends the sample to samples.jsonl (when
+there is a run directory), feeds the statistics, and tells any observer. O(1) per sample."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from perfbench.sample import Phase, Sample
+from perfbench.stats import Summarizer
+from perfbench.store import SampleWriter
+
+Observer = Callable[[Sample], None]
+
+
+class Recorder:
+    def __init__(
+        self,
+        summarizer: Summarizer,
+        writer: SampleWriter | None = None,
+        observers: list[Observer] | None = None,
+    ) -> None:
+        self.summarizer = summarizer
+        self.writer = writer
+        self.observers = observers or []
+        self.recorded = 0
+
+    def record(self, sample: Sample) -> None:
+        if self.writer is not None:
+            self.writer.write(sample)
+        self.summarizer.add(sample)
+        self.recorded += 1
+        for observe in self.observers:
+            observe(sample)
+
+    def pass_finished(self, phase: Phase, run: int) -> None:
+        if phase == "measured":
+            self.summarizer.close_run(run)

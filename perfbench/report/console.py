@@ -1,0 +1,136 @@
+"""Rich tables for the terminal. Pure: summary and meta in, renderables out; the CLI prints.
+
+Per-case and per-language tables show distributions pooled over all measured runs (enough
+tasks for a stddev even at ``--repeat 1``); the per-run table and the overview show how much the
+runs differ, which is what a release comparison tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+PCTS = ("p50", "p95", "p99")
+
+
+def seconds(value: float | None) -> str:
+    """A duration for people: ``1.20 ms``, ``340.1 ms``, ``2.41 s``; ``–`` when there is none."""
+    if value is None:
+        return "–"
+    if value < 0.01:
+        return f"{value * 1e3:.2f} ms"
+    if value < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def ms(value: float | None) -> str:
+    """A duration as a bare number of milliseconds, for columns headed '(ms)'."""
+    if value is None:
+        return "–"
+    return f"{value * 1e3:,.2f}" if value < 0.01 else f"{value * 1e3:,.1f}"
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _dist(metrics: Mapping[str, Any], name: str, key: str) -> float | None:
+    dist = metrics.get(name)
+    return None if not dist else dist.get(key)
+
+
+def _latency_cells(m: Mapping[str, Any]) -> list[str]:
+    cells = [ms(_dist(m, "latency", p)) for p in PCTS]
+    cells += [ms(_dist(m, "latency", "stddev")), ms(_dist(m, "ttft", "p50"))]
+    return cells
+
+
+def _header(table: Table, first: list[str]) -> None:
+    for col in first:
+        table.add_column(col, no_wrap=True)
+    for col in ("ok/tasks", "P50", "P95", "P99", "sd", "TTFT50", "tok out"):
+        table.add_column(col, justify="right", no_wrap=True)
+
+
+def _row_tail(m: Mapping[str, Any]) -> list[str]:
+    return [f"{m['ok']}/{m['tasks']}", *_latency_cells(m), number(m.get("tokens_out"), 0)]
+
+
+def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
+    """One row per case, all measured runs pooled; times in milliseconds."""
+    pooled = summary["pooled"]
+    runs = len(summary["runs"])
+    table = Table(title=f"Per case, {runs} runs pooled (ms)", title_justify="left")
+    _header(table, ["case", "lang", "tools"])
+    for case in meta["suite"]["cases"]:
+        m = pooled["cases"].get(case["id"])
+        if m is not None:
+            table.add_row(case["id"], case["language"], str(case["tools"]), *_row_tail(m))
+    table.add_section()
+    table.add_row(Text("all", style="bold"), "", "", *_row_tail(pooled["overall"]))
+    return table
+
+
+def language_table(summary: Mapping[str, Any]) -> Table:
+    table = Table(title="Per language, runs pooled (ms)", title_justify="left")
+    _header(table, ["lang"])
+    table.add_column("tok in", justify="right")
+    for lang, m in summary["pooled"]["languages"].items():
+        table.add_row(lang, *_row_tail(m), number(m.get("tokens_in"), 0))
+    return table
+
+
+def run_table(summary: Mapping[str, Any]) -> Table:
+    """One row per measured run, then the median across runs: the release gate's view."""
+    table = Table(title="Per run (ms); the median row is what compare uses", title_justify="left")
+    table.add_column("run", no_wrap=True)
+    for col in ("ok/tasks", "P50", "P95", "P99", "mean", "tasks/s", "tok/s"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for r in summary["runs"]:
+        m = r["overall"]
+        table.add_row(
+            str(r["run"] + 1),
+            f"{m['ok']}/{m['tasks']}",
+            *(ms(_dist(m, "latency", p)) for p in (*PCTS, "mean")),
+            number(m.get("throughput"), 2),
+            number(m.get("output_tokens_per_s"), 0),
+        )
+    across = summary["across_runs"]["overall"]
+
+    def med(key: str) -> float | None:
+        return across[key]["median"] if key in across else None
+
+    table.add_section()
+    table.add_row(
+        Text("median", style="bold"),
+        "",
+        *(ms(med(f"latency.{p}")) for p in (*PCTS, "mean")),
+        number(med("throughput"), 2),
+        number(med("output_tokens_per_s"), 0),
+    )
+    return table
+
+
+def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
+    """What was run, then throughput, P95 and error rate as median (range over runs)."""
+    suite = meta["suite"]
+    lines = [
+        f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, digest "
+        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}"
+    ]
+    overall = summary["across_runs"]["overall"]
+    parts = []
+    if "throughput" in overall:
+        t = overall["throughput"]
+        parts.append(f"{t['median']:.2f} tasks/s (runs {t['min']:.2f}–{t['max']:.2f})")
+    if "latency.p95" in overall:
+        p = overall["latency.p95"]
+        parts.append(f"P95 {seconds(p['median'])} ({seconds(p['min'])}–{seconds(p['max'])})")
+    if "error_rate" in overall:
+        parts.append(f"errors {overall['error_rate']['median']:.1%}")
+    if parts:
+        lines.append(" · ".join(parts))
+    return Text("\n".join(lines))

@@ -1,0 +1,130 @@
+"""The Sample: one execution of one case, the record every statistic is computed from.
+
+Its ``to_json`` form is the line format of ``samples.jsonl`` and the export schema. Times are
+seconds on the monotonic clock, relative to the start of the run directory's session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "error", "timeout", "rate_limited", "cancelled"]
+Phase = Literal["warmup", "measured"]
+STATUSES: tuple[Status, ...] = ("ok", "error", "timeout", "rate_limited", "cancelled")
+
+
+@dataclass(slots=True)
+class Step:
+    """One model call or tool call inside a task."""
+
+    kind: Literal["model", "tool"]
+    name: str
+    start: float
+    duration: float = 0.0
+    ttft: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    status: Status = "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "start": self.start,
+            "duration": self.duration,
+            "ttft": self.ttft,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Step:
+        return cls(**d)
+
+
+@dataclass(slots=True)
+class Sample:
+    """What one task execution measured; failures are samples too (``status`` says which)."""
+
+    phase: Phase
+    run: int
+    case: str
+    iteration: int
+    language: str
+    start: float
+    end: float
+    status: Status = "ok"
+    tags: list[str] = field(default_factory=list)
+    scheduled: float | None = None  # intended start (open-loop load); None in closed loop
+    ttft: float | None = None
+    ttfo: float | None = None
+    itl_mean: float | None = None
+    itl_max: float | None = None
+    steps: list[Step] = field(default_factory=list)
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_estimated: bool = False
+    expect_ok: bool | None = None
+    error_kind: str | None = None
+    error: str | None = None
+    http_status: int | None = None
+    retries: int = 0
+    concurrency: int = 0
+
+    @property
+    def latency(self) -> float:
+        return self.end - self.start
+
+    @property
+    def latency_intended(self) -> float | None:
+        """Latency from the intended start (coordinated-omission corrected), open loop only."""
+        return None if self.scheduled is None else self.end - self.scheduled
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        """Identity of the task: the same key never runs twice in one run directory."""
+        return (self.phase, self.run, self.case, self.iteration)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "run": self.run,
+            "case": self.case,
+            "iteration": self.iteration,
+            "language": self.language,
+            "tags": self.tags,
+            "status": self.status,
+            "scheduled": self.scheduled,
+            "start": self.start,
+            "end": self.end,
+            "latency": self.latency,
+            "latency_intended": self.latency_intended,
+            "ttft": self.ttft,
+            "ttfo": self.ttfo,
+            "itl_mean": self.itl_mean,
+            "itl_max": self.itl_max,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "tokens_estimated": self.tokens_estimated,
+            "expect_ok": self.expect_ok,
+            "error_kind": self.error_kind,
+            "error": self.error,
+            "http_status": self.http_status,
+            "retries": self.retries,
+            "concurrency": self.concurrency,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Sample:
+        fields = {k: v for k, v in d.items() if k not in _DERIVED}
+        fields["steps"] = [Step.from_json(s) for s in d.get("steps", [])]
+        return cls(**fields)
+
+
+_DERIVED = frozenset({"latency", "latency_intended", "steps"})

@@ -1,0 +1,121 @@
+"""One benchmark run end to end: run directory, runner, recorder, statistics, final status.
+
+This is the library entry point the CLI calls (``Session(...).run()``); it owns the run
+directory's lifecycle so that whatever happens, meta.json ends with a truthful status and
+summary.json describes every sample that reached samples.jsonl."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from perfbench import __version__, host, store
+from perfbench.clock import Clock, default_clock
+from perfbench.recorder import Observer, Recorder
+from perfbench.runner import PassHook, Plan, Runner
+from perfbench.stats import Summarizer, headline
+from perfbench.suite import Suite
+from perfbench.targets import Target
+
+SCHEMA = 1
+
+
+@dataclass
+class RunResult:
+    run_dir: Path | None
+    meta: dict[str, Any]
+    summary: dict[str, Any]
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.meta["status"] == "interrupted")
+
+
+class Session:
+    def __init__(
+        self,
+        suite: Suite,
+        target: Target,
+        plan: Plan,
+        *,
+        out_root: Path | None = Path("runs"),
+        label: str | None = None,
+        clock: Clock = default_clock,
+        on_pass: PassHook | None = None,
+        observers: list[Observer] | None = None,
+    ) -> None:
+        self.suite, self.target, self.plan = suite, target, plan
+        self.out_root, self.label = out_root, label
+        self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
+        self.recorder = Recorder(self.summarizer, observers=observers)
+        self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
+
+    def stop(self) -> None:
+        self.runner.stop()
+
+    async def run(self) -> RunResult:
+        started = datetime.now(UTC)
+        run_dir = self._create_dir(started)
+        meta = self._meta(run_dir, started)
+        if run_dir is not None:
+            store.write_json(run_dir / store.META, meta)
+            self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
+        status = "failed"
+        try:
+            outcome = await self.runner.run()
+            status = "interrupted" if outcome.interrupted else "completed"
+            meta["duration_s"] = outcome.finished - outcome.started
+        finally:
+            # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
+            summary = self.summarizer.finish()
+            meta.update(
+                status=status,
+                finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                headline=headline(summary),
+            )
+            if run_dir is not None and self.recorder.writer is not None:
+                self.recorder.writer.close()
+                store.write_json(run_dir / store.SUMMARY, summary)
+                store.write_json(run_dir / store.META, meta)
+        return RunResult(run_dir, meta, summary)
+
+    def _create_dir(self, started: datetime) -> Path | None:
+        if self.out_root is None:
+            return None
+        return store.new_run_dir(
+            self.out_root, self.suite.name, self.target.name, self.label, started
+        )
+
+    def _meta(self, run_dir: Path | None, started: datetime) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "id": run_dir.name if run_dir else None,
+            "status": "running",
+            "label": self.label,
+            "started_at": started.isoformat(timespec="seconds"),
+            "finished_at": None,
+            "duration_s": None,
+            "suite": {
+                "name": self.suite.name,
+                "digest": self.suite.digest,
+                "cases": [
+                    {
+                        "id": c.id,
+                        "language": c.language,
+                        "tags": c.tags,
+                        "tools": len(c.expect.tool_calls) or len(c.tools),
+                        "timeout_s": c.timeout_s,
+                    }
+                    for c in self.suite.cases
+                ],
+            },
+            "target": self.target.name,
+            "load": {"shape": "fixed", "concurrency": self.plan.concurrency},
+            "plan": asdict(self.plan),
+            "perfbench_version": __version__,
+            "packages": host.package_versions(),
+            "host": host.fingerprint(),
+            "headline": None,
+        }

@@ -1,0 +1,276 @@
+"""Statistics over samples: per run, per case, per language and overall, then across runs,
+and pooled over all runs.
+
+Pure: samples in, plain dicts out (the ``summary.json`` schema). The unit of replication is the
+run: each run is summarised on its own, and across runs the *median* of the per-run values is
+reported with their min and max (never the mean across runs: one slow run would move it).
+
+Latency percentiles are over successful tasks (``latency``) and over all finished tasks with
+each failure counted at no less than its case's timeout (``latency_all``), so a target that
+refuses load cannot look faster. Throughput is successful tasks per second of the run's window
+(first task start to last task end).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfbench.histogram import Histogram
+from perfbench.sample import STATUSES, Sample
+
+SCHEMA = 1
+Metrics = dict[str, Any]
+
+
+@dataclass
+class _Group:
+    """Everything one scope (a run overall, a case, a language) accumulates."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+    latency: Histogram = field(default_factory=Histogram)
+    latency_all: Histogram = field(default_factory=Histogram)
+    ttft: Histogram = field(default_factory=Histogram)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    with_tokens: int = 0
+    tokens_estimated: bool = False
+    model_calls: int = 0
+    tool_calls: int = 0
+    expect_mismatch: int = 0
+    first_start: float = float("inf")
+    last_end: float = float("-inf")
+
+    def add(self, s: Sample, timeout: float) -> None:
+        self.counts[s.status] += 1
+        if s.status == "cancelled":
+            return  # interrupted by the operator: neither a success nor a failure of the target
+        if s.start < self.first_start:
+            self.first_start = s.start
+        if s.end > self.last_end:
+            self.last_end = s.end
+        latency = s.end - s.start
+        if s.status == "ok":
+            self.latency.add(latency)
+            self.latency_all.add(latency)
+        else:
+            self.latency_all.add(latency if latency > timeout else timeout)
+        if s.ttft is not None:
+            self.ttft.add(s.ttft)
+        if s.tokens_out is not None or s.tokens_in is not None:
+            self.with_tokens += 1
+            self.tokens_in += s.tokens_in or 0
+            self.tokens_out += s.tokens_out or 0
+            self.tokens_estimated |= s.tokens_estimated
+        self.model_calls += s.model_calls
+        self.tool_calls += s.tool_calls
+        self.expect_mismatch += s.expect_ok is False
+
+    def merge(self, other: _Group) -> None:
+        for status, n in other.counts.items():
+            self.counts[status] += n
+        self.latency.merge(other.latency)
+        self.latency_all.merge(other.latency_all)
+        self.ttft.merge(other.ttft)
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        self.with_tokens += other.with_tokens
+        self.tokens_estimated |= other.tokens_estimated
+        self.model_calls += other.model_calls
+        self.tool_calls += other.tool_calls
+        self.expect_mismatch += other.expect_mismatch
+        self.first_start = min(self.first_start, other.first_start)
+        self.last_end = max(self.last_end, other.last_end)
+
+    def finish(self, window: float) -> Metrics:
+        tasks = sum(n for k, n in self.counts.items() if k != "cancelled")
+        ok = self.counts["ok"]
+        return {
+            "tasks": tasks,
+            **self.counts,
+            "error_rate": (tasks - ok) / tasks if tasks else None,
+            "expect_mismatch": self.expect_mismatch,
+            "latency": self.latency.summary(),
+            "latency_all": self.latency_all.summary(),
+            "ttft": self.ttft.summary(),
+            "tokens_in": _per(self.tokens_in, self.with_tokens),
+            "tokens_out": _per(self.tokens_out, self.with_tokens),
+            "tokens_estimated": self.tokens_estimated,
+            "model_calls": _per(self.model_calls, tasks),
+            "tool_calls": _per(self.tool_calls, tasks),
+            "throughput": ok / window if window > 0 else None,
+            "output_tokens_per_s": self.tokens_out / window if window > 0 else None,
+        }
+
+    def histograms(self) -> dict[str, str]:
+        # Encoding costs about 1 µs per value, so only the distributions that later merges
+        # need (latency of successful tasks, TTFT) are stored.
+        named = {"latency": self.latency, "ttft": self.ttft}
+        return {name: h.encode() for name, h in named.items() if h.count}
+
+
+def _per(total: int, n: int) -> float | None:
+    return total / n if n else None
+
+
+def _group(groups: dict[str, _Group], key: str) -> _Group:
+    group = groups.get(key)  # not setdefault: that would build a _Group on every call
+    if group is None:
+        group = groups[key] = _Group()
+    return group
+
+
+class _RunScopes:
+    def __init__(self) -> None:
+        self.overall = _Group()
+        self.cases: dict[str, _Group] = {}
+        self.languages: dict[str, _Group] = {}
+
+    def add(self, s: Sample, timeout: float) -> None:
+        self.overall.add(s, timeout)
+        _group(self.cases, s.case).add(s, timeout)
+        _group(self.languages, s.language).add(s, timeout)
+
+    def merge(self, other: _RunScopes) -> None:
+        self.overall.merge(other.overall)
+        for key, group in other.cases.items():
+            _group(self.cases, key).merge(group)
+        for key, group in other.languages.items():
+            _group(self.languages, key).merge(group)
+
+    @property
+    def window(self) -> float:
+        return max(0.0, self.overall.last_end - self.overall.first_start)
+
+    def finish(self, window: float) -> Metrics:
+        # Every scope shares the run's window, so per-case throughputs add up to the total.
+        return {
+            "window": window,
+            "overall": self.overall.finish(window),
+            "cases": {k: g.finish(window) for k, g in sorted(self.cases.items())},
+            "languages": {k: g.finish(window) for k, g in sorted(self.languages.items())},
+        }
+
+    def histograms(self, prefix: str) -> dict[str, str]:
+        scopes: dict[str, _Group] = {"overall": self.overall}
+        scopes.update({f"case/{k}": g for k, g in sorted(self.cases.items())})
+        scopes.update({f"language/{k}": g for k, g in sorted(self.languages.items())})
+        return {
+            f"{prefix}/{scope}/{name}": blob
+            for scope, g in scopes.items()
+            for name, blob in g.histograms().items()
+        }
+
+
+class Summarizer:
+    """Feed it samples in any order (``add``); close each run when it ends to free its memory
+    (``close_run``); ``finish`` returns the ``summary.json`` document."""
+
+    def __init__(self, timeouts: Mapping[str, float]) -> None:
+        self._timeouts = timeouts
+        self._pooled = _RunScopes()  # every measured sample of every run, for distributions
+        self._windows = 0.0
+        self._open: dict[int, _RunScopes] = {}
+        self._done: dict[int, Metrics] = {}
+        self._blobs: dict[str, str] = {}
+        self.warmup_tasks = 0
+
+    def add(self, s: Sample) -> None:
+        if s.phase == "warmup":
+            self.warmup_tasks += 1
+            return
+        scopes = self._open.get(s.run)
+        if scopes is None:
+            scopes = self._open[s.run] = _RunScopes()
+        scopes.add(s, self._timeouts.get(s.case, 0.0))
+
+    def close_run(self, run: int) -> None:
+        scopes = self._open.pop(run, None)
+        if scopes is not None:
+            window = scopes.window
+            self._windows += window
+            self._done[run] = {"run": run, **scopes.finish(window)}
+            self._blobs.update(scopes.histograms(f"run/{run}"))
+            # Pooling by merging closed runs keeps the per-sample path to one set of scopes.
+            self._pooled.merge(scopes)
+
+    def finish(self) -> dict[str, Any]:
+        for run in list(self._open):
+            self.close_run(run)
+        runs = [self._done[r] for r in sorted(self._done)]
+        return {
+            "schema": SCHEMA,
+            "warmup_tasks": self.warmup_tasks,
+            "runs": runs,
+            "across_runs": across_runs(runs),
+            # Distributions over all runs together (throughput over the sum of run windows):
+            # what a table of per-case spread shows; the release gate uses the per-run values.
+            "pooled": self._pooled.finish(self._windows),
+            "histograms": self._blobs,
+        }
+
+
+def summarize(samples: Iterable[Sample], timeouts: Mapping[str, float]) -> dict[str, Any]:
+    """The summary of a finished set of samples (what a run directory's samples.jsonl holds)."""
+    summarizer = Summarizer(timeouts)
+    for s in samples:
+        summarizer.add(s)
+    return summarizer.finish()
+
+
+def across_runs(runs: list[Metrics]) -> dict[str, Any]:
+    """Median, min and max over runs of every numeric metric, per scope. A metric missing from
+    some runs (a case that never succeeded in one) is summarised over the runs that have it."""
+    return {
+        "runs": len(runs),
+        "overall": _spread([r["overall"] for r in runs]),
+        "cases": _spread_by_key([r["cases"] for r in runs]),
+        "languages": _spread_by_key([r["languages"] for r in runs]),
+    }
+
+
+def _spread_by_key(per_run: list[dict[str, Metrics]]) -> dict[str, Any]:
+    keys = sorted({k for scopes in per_run for k in scopes})
+    return {k: _spread([scopes[k] for scopes in per_run if k in scopes]) for k in keys}
+
+
+def _spread(values: list[Metrics]) -> dict[str, Any]:
+    flat: dict[str, list[float]] = {}
+    for metrics in values:
+        for key, v in _numbers(metrics):
+            flat.setdefault(key, []).append(v)
+    return {
+        key: {"median": statistics.median(vs), "min": min(vs), "max": max(vs), "n": len(vs)}
+        for key, vs in flat.items()
+    }
+
+
+def _numbers(metrics: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, float]]:
+    for key, v in metrics.items():
+        if isinstance(v, bool) or v is None or key in ("method", "run"):
+            continue
+        if isinstance(v, int | float):
+            yield prefix + key, float(v)
+        elif isinstance(v, Mapping):
+            yield from _numbers(v, f"{prefix}{key}.")
+
+
+def headline(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The few figures ``perfbench list`` shows, kept in meta.json so listing reads nothing else."""
+    overall = summary["across_runs"]["overall"]
+
+    def med(key: str) -> float | None:
+        entry = overall.get(key)
+        return entry["median"] if entry else None
+
+    tasks = sum(r["overall"]["tasks"] for r in summary["runs"])
+    ok = sum(r["overall"]["ok"] for r in summary["runs"])
+    return {
+        "tasks": tasks,
+        "ok": ok,
+        "p50": med("latency.p50"),
+        "p95": med("latency.p95"),
+        "throughput": med("throughput"),
+    }

@@ -1,0 +1,293 @@
+"""Case suites: the deterministic input of every run.
+
+A suite is one YAML file or a folder of them (searched recursively, in sorted path order). Each
+file holds ``cases:`` and optional ``defaults:`` that every case of that file inherits. Every
+mistake is reported with file, line and field; see ``perfbench.errors.CaseError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from perfbench import yamlfile
+from perfbench.errors import CaseError, Problem, SuiteError
+
+SUFFIXES = (".yaml", ".yml")
+_NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tool(_Strict):
+    """A tool the agent may call; its result and latency are canned so runs are deterministic."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    result: str | dict[str, Any] | list[Any] = ""
+    latency_ms: float = Field(default=0.0, ge=0, le=3_600_000)
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("type") != "object":
+            raise ValueError("must be a JSON schema with type: object")
+        return value
+
+    def result_text(self) -> str:
+        """The canned result as the text a model would receive."""
+        if isinstance(self.result, str):
+            return self.result
+        return json.dumps(self.result, ensure_ascii=False, sort_keys=True)
+
+
+class Message(_Strict):
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(min_length=1)
+
+
+class Expect(_Strict):
+    """What a correct run of the case looks like; a mismatch is measured and counted, not hidden."""
+
+    tool_calls: list[str] = Field(default_factory=list)
+    output_contains: list[str] = Field(default_factory=list)
+
+    @field_validator("output_contains", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Case(_Strict):
+    """One agent task. ``input`` (a user message) or ``messages`` (a conversation), not both."""
+
+    id: str = Field(pattern=_NAME)
+    name: str = ""
+    language: str = Field(default="", pattern=r"^$|^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+    tags: list[str] = Field(default_factory=list)
+    input: str | None = Field(default=None, min_length=1)
+    messages: list[Message] | None = Field(default=None, min_length=1)
+    system: str | None = None
+    tools: list[Tool] = Field(default_factory=list)
+    expect: Expect = Field(default_factory=Expect)
+    max_steps: int = Field(default=8, ge=1, le=100)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Case:
+        if (self.input is None) == (self.messages is None):
+            raise ValueError("give exactly one of 'input' or 'messages'")
+        names = [t.name for t in self.tools]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"tool names must be unique in a case; repeated: {', '.join(dup)}")
+        return self
+
+    def prompt_text(self) -> str:
+        """All the text the case sends, for language detection and size."""
+        if self.input is not None:
+            return self.input
+        return "\n".join(m.content for m in self.messages or [])
+
+    @property
+    def tool_count(self) -> int:
+        return len(self.expect.tool_calls)
+
+
+class _Defaults(_Strict):
+    language: str | None = None
+    tags: list[str] | None = None
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_steps: int | None = None
+    timeout_s: float | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class _File(_Strict):
+    defaults: _Defaults = Field(default_factory=_Defaults)
+    cases: list[dict[str, Any]] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class _Found:
+    case: Case
+    path: Path
+    line: int | None  # where the case starts
+    id_line: int | None  # where its `id:` is
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Validated cases in execution order, with where each came from and the suite digest."""
+
+    name: str
+    cases: tuple[Case, ...]
+    sources: dict[str, str]  # case id -> "file:line"
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 over the normalised cases, independent of file layout and key order."""
+        canon = [c.model_dump(mode="json") for c in sorted(self.cases, key=lambda c: c.id)]
+        blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def languages(self) -> list[str]:
+        return sorted({c.language for c in self.cases})
+
+
+def load_suite(paths: list[Path]) -> Suite:
+    """Load and validate every case file under ``paths``; raise ``CaseError`` listing every
+    problem found (all files are checked, so one run of ``cases check`` shows them all)."""
+    files = _case_files(paths)
+    found: list[_Found] = []
+    errors: list[Problem] = []
+    whole_suite = True  # every problem so far concerns the suite as a whole
+    for file in files:
+        try:
+            found.extend(_load_file(file))
+        except CaseError as exc:
+            errors.extend(exc.problems)
+            whole_suite &= isinstance(exc, SuiteError)
+    duplicates = _duplicates(found)
+    if errors or duplicates:
+        raise (SuiteError if whole_suite else CaseError)([*errors, *duplicates])
+    return Suite(
+        name=_suite_name(paths),
+        cases=tuple(f.case for f in found),
+        sources={f.case.id: f"{f.path}:{f.line}" for f in found},
+    )
+
+
+def _case_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+            if not inside:
+                raise SuiteError([Problem(path, None, "", "folder holds no .yaml/.yml case files")])
+            files.extend(inside)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise SuiteError([Problem(path, None, "", "no such file or folder")])
+    return files
+
+
+def _load_file(path: Path) -> list[_Found]:
+    try:
+        doc = yamlfile.load(path)
+    except yamlfile.YamlProblem as exc:
+        raise CaseError([exc.problem]) from exc
+    if doc.data is None:
+        raise SuiteError(
+            [Problem(path, None, "", "file is empty; expected a mapping with 'cases:'")]
+        )
+    if not isinstance(doc.data, dict):
+        line = doc.line_of(())
+        raise CaseError([Problem(path, line, "", "expected a mapping with 'cases:' at the top")])
+    # Top-level keys starting with `x-` are free: they hold YAML anchors shared by cases.
+    data = {k: v for k, v in doc.data.items() if not str(k).startswith("x-")}
+    try:
+        parsed = _File.model_validate(data)
+    except ValidationError as exc:
+        problems = yamlfile.problems(exc, doc, model=_File)
+        empty = any(p.field == "cases" and "at least 1" in p.message for p in problems)
+        raise (SuiteError if empty else CaseError)(problems) from exc
+    defaults = parsed.defaults.model_dump(exclude_none=True)
+    _check_defaults(defaults, doc)
+    out: list[_Found] = []
+    errors: list[Problem] = []
+    for i, raw in enumerate(parsed.cases):
+        try:
+            case = _case(raw, defaults, doc, i)
+            line, id_line = doc.line_of(("cases", i)), doc.line_of(("cases", i, "id"))
+            out.append(_Found(case, path, line, id_line))
+        except CaseError as exc:
+            errors.extend(exc.problems)
+    if errors:
+        raise CaseError(errors)
+    return out
+
+
+def _check_defaults(defaults: dict[str, Any], doc: yamlfile.Located) -> None:
+    """Validate ``defaults:`` once, where they are written, with the case rules; otherwise a
+    bad default would be reported once per case, at each case's line."""
+    try:
+        Case.model_validate({**defaults, "id": "defaults", "input": "-"})
+    except ValidationError as exc:
+        problems = yamlfile.problems(exc, doc, prefix=("defaults",), model=Case)
+        raise CaseError(problems) from exc
+
+
+def _case(raw: Any, defaults: dict[str, Any], doc: yamlfile.Located, i: int) -> Case:
+    loc: yamlfile.Loc = ("cases", i)
+    if not isinstance(raw, dict):
+        raise CaseError(
+            [Problem(doc.path, doc.line_of(loc), yamlfile.dotted(loc), "expected a mapping")]
+        )
+    try:
+        case = Case.model_validate({**defaults, **raw})
+    except ValidationError as exc:
+        raise CaseError(yamlfile.problems(exc, doc, prefix=loc, model=Case)) from exc
+    _check_expect(case, doc, loc)
+    if not case.language:
+        case = case.model_copy(update={"language": detect_language(case.prompt_text())})
+    return case
+
+
+def _check_expect(case: Case, doc: yamlfile.Located, loc: yamlfile.Loc) -> None:
+    declared = {t.name for t in case.tools}
+    problems = []
+    for j, name in enumerate(case.expect.tool_calls):
+        if name not in declared:
+            where = (*loc, "expect", "tool_calls", j)
+            known = ", ".join(sorted(declared)) or "none"
+            msg = f"tool '{name}' is not declared in this case's tools (declared: {known})"
+            problems.append(Problem(doc.path, doc.line_of(where), yamlfile.dotted(where), msg))
+    if problems:
+        raise CaseError(problems)
+
+
+def _duplicates(found: list[_Found]) -> list[Problem]:
+    first: dict[str, _Found] = {}
+    problems = []
+    for f in found:
+        seen = first.setdefault(f.case.id, f)
+        if seen is not f:
+            msg = f"duplicate case id '{f.case.id}' (first defined at {seen.path}:{seen.id_line})"
+            problems.append(Problem(f.path, f.id_line, "id", msg))
+    return problems
+
+
+def _suite_name(paths: list[Path]) -> str:
+    names = [p.resolve().stem if p.is_file() else p.resolve().name for p in paths]
+    return "+".join(names) or "suite"
+
+
+def detect_language(text: str) -> str:
+    """Language from the script: kana → ja, Hangul → ko, Han (CJK) → zh, anything else → en.
+    Kana is checked before Han because Japanese text mixes both."""
+    has_han = False
+    for ch in text:
+        name = unicodedata.name(ch, "")
+        if name.startswith(("HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA")):
+            return "ja"
+        if name.startswith("HANGUL"):
+            return "ko"
+        if name.startswith("CJK UNIFIED IDEOGRAPH"):
+            has_han = True
+    return "zh" if has_han else "en"

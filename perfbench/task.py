@@ -1,0 +1,153 @@
+"""A task in flight: which case execution it is, and the trace its target fills in as it goes.
+
+The runner creates the Task and owns it, so when a target times out or raises, the steps it had
+already recorded are still there to go into the failed Sample."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from perfbench.clock import Clock
+from perfbench.sample import Phase, Sample, Status, Step
+from perfbench.suite import Case
+
+
+@dataclass(slots=True)
+class Task:
+    case: Case
+    phase: Phase
+    run: int
+    iteration: int
+    seed: int
+    clock: Clock
+    t0: float  # session origin on ``clock``; sample times are relative to it
+    start: float = 0.0
+    scheduled: float | None = None
+    concurrency: int = 0
+    steps: list[Step] = field(default_factory=list)
+    ttfo: float | None = None
+    tokens_estimated: bool = False
+    http_status: int | None = None
+    retries: int = 0
+    _gaps: int = 0
+    _gap_sum: float = 0.0
+    _gap_max: float = 0.0
+
+    def begin(self) -> None:
+        self.start = self.now()
+
+    def now(self) -> float:
+        return self.clock() - self.t0
+
+    def rng(self, stream: str = "") -> random.Random:
+        """A generator derived from (seed, case, phase, run, iteration, stream) alone, so the same
+        seed gives the same draws whatever the concurrency or scheduling order."""
+        key = f"{self.seed}|{self.case.id}|{self.phase}|{self.run}|{self.iteration}|{stream}"
+        return random.Random(int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest()))
+
+    def model_call(self, name: str) -> ModelCall:
+        step = Step(kind="model", name=name, start=self.now())
+        self.steps.append(step)
+        return ModelCall(self, step)
+
+    @contextmanager
+    def tool_call(self, name: str) -> Iterator[Step]:
+        step = Step(kind="tool", name=name, start=self.now())
+        self.steps.append(step)
+        try:
+            yield step
+        except BaseException:
+            step.status = "error"
+            raise
+        finally:
+            step.duration = self.now() - step.start
+
+    def sample(
+        self,
+        status: Status = "ok",
+        *,
+        error_kind: str | None = None,
+        error: str | None = None,
+        expect_ok: bool | None = None,
+        end: float | None = None,
+    ) -> Sample:
+        models = 0
+        tokens_in = tokens_out = None
+        first_ttft = None
+        for step in self.steps:  # one pass: this runs once per task, on the hot path
+            if step.kind != "model":
+                continue
+            if not models:
+                first_ttft = step.ttft
+            models += 1
+            if step.tokens_in is not None:
+                tokens_in = (tokens_in or 0) + step.tokens_in
+            if step.tokens_out is not None:
+                tokens_out = (tokens_out or 0) + step.tokens_out
+        return Sample(
+            phase=self.phase,
+            run=self.run,
+            case=self.case.id,
+            iteration=self.iteration,
+            language=self.case.language,
+            tags=list(self.case.tags),
+            start=self.start,
+            end=self.now() if end is None else end,
+            status=status,
+            scheduled=self.scheduled,
+            ttft=first_ttft,
+            ttfo=self.ttfo,
+            itl_mean=self._gap_sum / self._gaps if self._gaps else None,
+            itl_max=self._gap_max if self._gaps else None,
+            steps=self.steps,
+            model_calls=models,
+            tool_calls=len(self.steps) - models,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            tokens_estimated=self.tokens_estimated,
+            expect_ok=expect_ok,
+            error_kind=error_kind,
+            error=error,
+            http_status=self.http_status,
+            retries=self.retries,
+            concurrency=self.concurrency,
+        )
+
+
+class ModelCall:
+    """Times one model call from the stream of token-bearing chunks it receives."""
+
+    __slots__ = ("_last", "_step", "_task")
+
+    def __init__(self, task: Task, step: Step) -> None:
+        self._task = task
+        self._step = step
+        self._last: float | None = None
+
+    def token(self, *, content: bool = True) -> None:
+        """A chunk that carries at least one token arrived. ``content`` is False for tool-call or
+        reasoning deltas: they count for TTFT and ITL but not for time to first output."""
+        now = self._task.now()
+        task = self._task
+        if self._last is None:
+            self._step.ttft = now - self._step.start
+        else:
+            gap = now - self._last
+            task._gaps += 1
+            task._gap_sum += gap
+            task._gap_max = max(task._gap_max, gap)
+        self._last = now
+        if content and task.ttfo is None:
+            task.ttfo = now - task.start
+
+    def finish(
+        self, *, tokens_in: int | None, tokens_out: int | None, status: Status = "ok"
+    ) -> None:
+        self._step.duration = self._task.now() - self._step.start
+        self._step.tokens_in = tokens_in
+        self._step.tokens_out = tokens_out
+        self._step.status = status

@@ -1,0 +1,198 @@
+"""The runner and the in-process mock agent under virtual time: exact latencies, determinism,
+failures as data, cancellation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from perfbench.recorder import Recorder
+from perfbench.runner import Plan, Runner, task_keys
+from perfbench.sample import Sample
+from perfbench.stats import Summarizer
+from perfbench.suite import Suite, load_suite
+from perfbench.targets.mock import MockAgent
+from perfbench.task import Task
+from tests.conftest import fixed_profile, write_suite
+
+pytestmark = pytest.mark.anyio
+
+SUITE = """
+cases:
+  - id: chat
+    language: en
+    input: Hello there
+  - id: tool
+    language: en
+    input: Look it up
+    tools:
+      - name: lookup
+        result: found it
+        latency_ms: 100
+    expect: {tool_calls: [lookup]}
+"""
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Suite:
+    return load_suite([write_suite(tmp_path / "s.yaml", SUITE)])
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.samples: list[Sample] = []
+
+    def __call__(self, sample: Sample) -> None:
+        self.samples.append(sample)
+
+
+def make(suite: Suite, target: object, plan: Plan) -> tuple[Runner, Collect, Summarizer]:
+    collect = Collect()
+    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
+    recorder = Recorder(summarizer, observers=[collect])
+    return Runner(suite, target, plan, recorder), collect, summarizer  # type: ignore[arg-type]
+
+
+async def test_fixed_profile_gives_exact_latencies_and_percentiles(suite: Suite) -> None:
+    runner, got, summarizer = make(
+        suite, MockAgent(fixed_profile()), Plan(runs=3, warmup=1, concurrency=2)
+    )
+    outcome = await runner.run()
+    assert not outcome.interrupted
+    assert len(got.samples) == 8
+    measured = [s for s in got.samples if s.phase == "measured"]
+    chat = [s for s in measured if s.case == "chat"]
+    tool = [s for s in measured if s.case == "tool"]
+    for s in chat:
+        # TTFT 300 ms, then 9 more tokens 10 ms apart.
+        assert s.latency == pytest.approx(0.390, abs=1e-9)
+        assert s.ttft == pytest.approx(0.300, abs=1e-9)
+        assert s.ttfo == pytest.approx(0.300, abs=1e-9)
+        assert s.itl_mean == pytest.approx(0.010, abs=1e-9)
+        assert (s.model_calls, s.tool_calls, s.tokens_out) == (1, 0, 10)
+    for s in tool:
+        # tool call: 300 + 4 × 10 ms; tool 100 ms; answer: 300 + 9 × 10 ms.
+        assert s.latency == pytest.approx(0.830, abs=1e-9)
+        assert s.ttft == pytest.approx(0.300, abs=1e-9)
+        assert s.ttfo == pytest.approx(0.740, abs=1e-9)
+        assert [st.kind for st in s.steps] == ["model", "tool", "model"]
+        assert s.steps[1].duration == pytest.approx(0.100, abs=1e-9)
+        assert (s.model_calls, s.tool_calls, s.tokens_out, s.expect_ok) == (2, 1, 15, True)
+    summary = summarizer.finish()
+    assert summary["warmup_tasks"] == 2
+    assert len(summary["runs"]) == 3
+    run0 = summary["runs"][0]
+    assert run0["overall"]["tasks"] == 2 and run0["overall"]["ok"] == 2
+    lat = run0["overall"]["latency"]
+    assert lat["p50"] == pytest.approx(0.390, abs=1e-9)
+    assert lat["p95"] == pytest.approx(0.830, abs=1e-9)
+    assert lat["mean"] == pytest.approx(0.610, abs=1e-9)
+    # Both tasks start together at concurrency 2: the window is the longer task.
+    assert run0["overall"]["throughput"] == pytest.approx(2 / 0.830, rel=1e-9)
+    pooled = summary["pooled"]["cases"]["tool"]["latency"]
+    assert pooled["n"] == 3 and pooled["stddev"] == pytest.approx(0.0, abs=1e-9)
+    assert summary["across_runs"]["overall"]["latency.p95"]["median"] == pytest.approx(0.830)
+
+
+def durations(samples: list[Sample]) -> dict[tuple[str, int, str, int], tuple[object, ...]]:
+    return {
+        s.key: (
+            round(s.latency, 9),
+            s.ttft and round(s.ttft, 9),
+            s.itl_mean and round(s.itl_mean, 9),
+            s.tokens_in,
+            s.tokens_out,
+            tuple(round(st.duration, 9) for st in s.steps),
+        )
+        for s in samples
+    }
+
+
+async def test_same_seed_same_samples_at_concurrency_1_and_8(example_suite: Suite) -> None:
+    from perfbench.mock.profile import load_profile
+
+    agent = MockAgent(load_profile("default"))
+    plan = Plan(runs=2, warmup=1, repeat=2, seed=42)
+    one, got1, _ = make(example_suite, agent, plan)
+    eight, got8, _ = make(
+        example_suite, agent, Plan(runs=2, warmup=1, repeat=2, seed=42, concurrency=8)
+    )
+    await one.run()
+    await eight.run()
+    assert set(durations(got1.samples)) == set(task_keys(example_suite, plan))
+    assert durations(got1.samples) == durations(got8.samples)
+    assert {s.concurrency for s in got8.samples} > {1}
+    other, got_other, _ = make(example_suite, agent, Plan(runs=2, warmup=1, repeat=2, seed=43))
+    await other.run()
+    assert durations(got_other.samples) != durations(got1.samples)
+
+
+async def test_timeout_becomes_a_sample_and_keeps_its_steps(tmp_path: Path) -> None:
+    suite = load_suite(
+        [
+            write_suite(
+                tmp_path / "s.yaml",
+                SUITE.replace("latency_ms: 100", "latency_ms: 5000").replace(
+                    "expect:", "timeout_s: 1.0\n    expect:"
+                ),
+            )
+        ]
+    )
+    runner, got, summarizer = make(suite, MockAgent(fixed_profile()), Plan(runs=1, warmup=0))
+    await runner.run()
+    by_case = {s.case: s for s in got.samples}
+    assert by_case["chat"].status == "ok"
+    slow = by_case["tool"]
+    assert slow.status == "timeout" and slow.error_kind == "timeout"
+    assert slow.latency == pytest.approx(1.0, abs=1e-9)
+    assert [st.kind for st in slow.steps] == ["model", "tool"]
+    overall = summarizer.finish()["runs"][0]["overall"]
+    assert (overall["ok"], overall["timeout"], overall["error_rate"]) == (1, 1, 0.5)
+    # Failures count at their timeout in latency_all, never faster.
+    assert overall["latency_all"]["max"] == pytest.approx(1.0, abs=1e-9)
+
+
+class Exploding:
+    name = "exploding"
+
+    async def run(self, task: Task) -> Sample:
+        await anyio.sleep(0.05)
+        if task.case.id == "tool":
+            raise RuntimeError("boom")
+        return task.sample("ok")
+
+
+async def test_a_target_exception_fails_one_task_not_the_run(suite: Suite) -> None:
+    runner, got, _ = make(suite, Exploding(), Plan(runs=2, warmup=0, concurrency=2))
+    outcome = await runner.run()
+    assert not outcome.interrupted
+    statuses = sorted((s.case, s.status, s.error_kind) for s in got.samples)
+    assert statuses == [
+        ("chat", "ok", None),
+        ("chat", "ok", None),
+        ("tool", "error", "unhandled:RuntimeError"),
+        ("tool", "error", "unhandled:RuntimeError"),
+    ]
+
+
+async def test_stop_records_in_flight_tasks_as_cancelled(suite: Suite) -> None:
+    runner, got, summarizer = make(
+        suite, MockAgent(fixed_profile()), Plan(runs=5, warmup=0, concurrency=2)
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run)
+        await anyio.sleep(0.5)  # first pass: chat done at 0.39 s, tool still in flight
+        runner.stop()
+    assert [(s.case, s.status) for s in got.samples] == [("chat", "ok"), ("tool", "cancelled")]
+    summary = summarizer.finish()
+    overall = summary["runs"][0]["overall"]
+    assert (overall["tasks"], overall["cancelled"]) == (1, 1)
+
+
+async def test_stop_before_start_runs_nothing(suite: Suite) -> None:
+    runner, got, _ = make(suite, MockAgent(fixed_profile()), Plan(runs=1, warmup=0))
+    runner.stop()
+    outcome = await runner.run()
+    assert outcome.interrupted and got.samples == []

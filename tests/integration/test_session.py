@@ -1,0 +1,128 @@
+"""A whole run through Session and the CLI: run directory layout, atomic meta, samples on disk
+that reproduce the summary, list and show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from perfbench import store
+from perfbench.cli import app
+from perfbench.runner import Plan
+from perfbench.session import Session
+from perfbench.stats import summarize
+from perfbench.suite import Suite
+from perfbench.targets.mock import MockAgent
+from tests.conftest import CASES, fixed_profile
+
+
+@pytest.mark.anyio
+async def test_session_writes_a_complete_run_directory(
+    example_suite: Suite, tmp_path: Path
+) -> None:
+    session = Session(
+        example_suite,
+        MockAgent(fixed_profile()),
+        Plan(runs=2, warmup=1, concurrency=4),
+        out_root=tmp_path,
+        label="v1.0",
+    )
+    result = await session.run()
+    assert result.run_dir is not None and result.run_dir.parent == tmp_path
+    assert result.run_dir.name.endswith("_cases_mock-default_v1.0")
+    meta = json.loads((result.run_dir / store.META).read_text())
+    assert meta["status"] == "completed"
+    assert meta["suite"]["digest"] == example_suite.digest
+    assert meta["plan"] == {"runs": 2, "warmup": 1, "repeat": 1, "concurrency": 4, "seed": 0}
+    assert meta["headline"]["tasks"] == 32 and meta["headline"]["ok"] == 32
+    samples = list(store.read_samples(result.run_dir))
+    assert len(samples) == 48
+    assert len({s.key for s in samples}) == 48
+    assert sum(s.phase == "warmup" for s in samples) == 16
+    # The stored summary is exactly what the samples on disk give.
+    stored = json.loads((result.run_dir / store.SUMMARY).read_text())
+    timeouts = {c.id: c.timeout_s for c in example_suite.cases}
+    recomputed = json.loads(json.dumps(summarize(samples, timeouts)))
+    assert recomputed == stored
+    assert any(k.startswith("run/1/case/workflow-zh/") for k in stored["histograms"])
+
+
+def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    line = json.dumps(
+        {
+            "phase": "measured",
+            "run": 0,
+            "case": "a",
+            "iteration": 0,
+            "language": "en",
+            "start": 0.0,
+            "end": 1.0,
+            "latency": 1.0,
+        }
+    )
+    (tmp_path / store.SAMPLES).write_text(line + "\n" + line[:20])
+    assert [s.case for s in store.read_samples(tmp_path)] == ["a"]
+
+
+def test_cli_run_list_show(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "runs"
+    args = [
+        "run",
+        str(CASES / "answer.yaml"),
+        "-t",
+        "mock:zero",
+        "--runs",
+        "2",
+        "--out",
+        str(out),
+        "--label",
+        "rc1",
+        "-q",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "Per case" in result.output and "answer-zh" in result.output
+    assert "Run directory:" in result.output
+    listed = runner.invoke(app, ["list", str(out)])
+    assert listed.exit_code == 0 and "rc1" in listed.output and "completed" in listed.output
+    shown = runner.invoke(app, ["show", "rc1", "--root", str(out)])
+    assert shown.exit_code == 0 and "answer-ja" in shown.output
+
+
+def test_show_recomputes_an_unfinished_run(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "runs"
+    runner.invoke(
+        app,
+        [
+            "run",
+            str(CASES / "answer.yaml"),
+            "-t",
+            "mock:zero",
+            "--runs",
+            "1",
+            "--out",
+            str(out),
+            "-q",
+        ],
+    )
+    [run_dir] = list(out.iterdir())
+    (run_dir / store.SUMMARY).unlink()  # as if the process died before the end
+    shown = runner.invoke(app, ["show", str(run_dir)])
+    assert shown.exit_code == 0 and "answer-es" in shown.output
+
+
+def test_cli_errors_are_messages_with_exit_code_3(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad_target = runner.invoke(app, ["run", str(CASES), "-t", "nope", "--out", str(tmp_path)])
+    assert bad_target.exit_code == 3 and "unknown target 'nope'" in bad_target.output
+    bad_profile = runner.invoke(app, ["run", str(CASES), "-t", "mock:nope", "--out", str(tmp_path)])
+    assert bad_profile.exit_code == 3 and "default" in bad_profile.output
+    missing = runner.invoke(app, ["show", "no-such-run", "--root", str(tmp_path)])
+    assert missing.exit_code == 3 and "no run 'no-such-run'" in missing.output
+    usage = runner.invoke(app, ["run", str(CASES), "--runs", "0"])
+    assert usage.exit_code == 2
