@@ -10,6 +10,7 @@ flight, records it as ``cancelled`` and ends the run as interrupted.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -67,6 +68,7 @@ class Runner:
         self.in_flight = 0
         self._scope: anyio.CancelScope | None = None  # made inside the event loop, by run()
         self._stopped = False
+        self._done = 0
         self.t0 = 0.0
 
     def stop(self) -> None:
@@ -99,30 +101,59 @@ class Runner:
 
     async def _worker(self, queue: Iterator[tuple[Case, int]], phase: Phase, index: int) -> None:
         # One shared iterator feeds every worker: next() runs between awaits, so no lock needed.
-        for case, iteration in queue:
-            self.recorder.record(await self._execute(case, phase, index, iteration))
-            # A zero-latency target never yields; this keeps the loop fair and cancellable.
-            await anyio.lowlevel.checkpoint()
+        # One cancel scope serves as the timeout of many tasks (its deadline is moved per task):
+        # entering and leaving a scope per task cost ~10 µs, a fifth of the overhead budget.
+        loop_clock = bind(default_clock)  # deadlines are on the event loop's clock
+        task: Task | None = None
+        try:
+            while True:
+                with anyio.CancelScope() as limit:
+                    for case, iteration in queue:
+                        task = self._start(case, phase, index, iteration)
+                        limit.deadline = loop_clock() + case.timeout_s
+                        sample = await self._attempt(task)
+                        limit.deadline = math.inf
+                        task = None
+                        self._finish(sample)
+                        await self._fair_share()
+                    return
+                if task is not None:  # the deadline fired: that task timed out
+                    timeout = task.case.timeout_s
+                    self._finish(
+                        task.sample(
+                            "timeout", error_kind="timeout", error=f"no result within {timeout:g} s"
+                        )
+                    )
+                    task = None
+        except anyio.get_cancelled_exc_class():
+            if task is not None:
+                self._finish(task.sample("cancelled", error_kind="cancelled"))
+            raise
 
-    async def _execute(self, case: Case, phase: Phase, run: int, iteration: int) -> Sample:
+    def _start(self, case: Case, phase: Phase, run: int, iteration: int) -> Task:
         task = Task(case, phase, run, iteration, self.plan.seed, self.clock, self.t0)
         self.in_flight += 1
         task.concurrency = self.in_flight
         task.begin()
+        return task
+
+    def _finish(self, sample: Sample) -> None:
+        self.in_flight -= 1
+        self.recorder.record(sample)
+
+    async def _attempt(self, task: Task) -> Sample:
         try:
-            with anyio.move_on_after(case.timeout_s):
-                return await self.target.run(task)
-            return task.sample(
-                "timeout", error_kind="timeout", error=f"no result within {case.timeout_s:g} s"
-            )
-        except anyio.get_cancelled_exc_class():
-            self.recorder.record(task.sample("cancelled", error_kind="cancelled"))
-            raise
+            return await self.target.run(task)
         except Exception as exc:  # a target bug must not end the run; it is shown as a failure
             kind = f"unhandled:{type(exc).__name__}"
             return task.sample("error", error_kind=kind, error=str(exc)[:500])
-        finally:
-            self.in_flight -= 1
+
+    async def _fair_share(self) -> None:
+        # A zero-latency target never yields; yielding every few tasks keeps the run
+        # cancellable (Ctrl-C) and the workers fair without a ~4 µs checkpoint per task.
+        self._done += 1
+        if self._done % 16 == 0:
+            await anyio.lowlevel.checkpoint()
 
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[tuple[str, int, str, int]]:

@@ -105,8 +105,6 @@ class _Group:
         }
 
     def histograms(self) -> dict[str, str]:
-        # Encoding costs about 1 µs per value, so only the distributions that later merges
-        # need (latency of successful tasks, TTFT) are stored.
         named = {"latency": self.latency, "ttft": self.ttft}
         return {name: h.encode() for name, h in named.items() if h.count}
 
@@ -154,13 +152,12 @@ class _RunScopes:
         }
 
     def histograms(self, prefix: str) -> dict[str, str]:
-        scopes: dict[str, _Group] = {"overall": self.overall}
-        scopes.update({f"case/{k}": g for k, g in sorted(self.cases.items())})
-        scopes.update({f"language/{k}": g for k, g in sorted(self.languages.items())})
+        # Only per-case histograms are stored: a language's and the overall distribution are
+        # merges of its cases' (every case has one language), and encoding costs ~1 µs a value.
         return {
-            f"{prefix}/{scope}/{name}": blob
-            for scope, g in scopes.items()
-            for name, blob in g.histograms().items()
+            f"{prefix}/case/{case}/{name}": blob
+            for case, group in sorted(self.cases.items())
+            for name, blob in group.histograms().items()
         }
 
 
