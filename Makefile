@@ -27,8 +27,9 @@ lint: $(STAMP) ## ruff and mypy --strict
 test: lint ## lint, type-check and run the test suite
 	$(PY) -m pytest -q
 
-bench: $(STAMP) ## harness benchmarks (pytest-benchmark); prints figures, asserts nothing about speed
+bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wrk; prints figures
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
+	$(PY) tests/bench/wrk_mock.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -47,6 +47,11 @@ app = typer.Typer(
 )
 cases_app = typer.Typer(help="Inspect and validate case suites.", no_args_is_help=True)
 app.add_typer(cases_app, name="cases")
+mock_app = typer.Typer(
+    help="The mock agent server: OpenAI- and Anthropic-compatible HTTP on loopback.",
+    no_args_is_help=True,
+)
+app.add_typer(mock_app, name="mock")
 
 
 def _console(stderr: bool = False) -> Console:
@@ -75,7 +80,8 @@ def _errors() -> Iterator[None]:
         yield
     except PerfbenchError as exc:
         # As Text, not markup: messages quote user input such as '[a-z]' verbatim.
-        err.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False)
+        # soft_wrap: a file:line: field: message line stays one line, whatever the width.
+        err.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.CONFIG) from None
 
 
@@ -253,6 +259,54 @@ def cases_check(cases: CasesArg) -> None:
             suite.sources[c.id],
         )
     out.print(table)
+
+
+@mock_app.command("serve")
+def mock_serve(
+    profile: Annotated[
+        str, typer.Option(help="Profile name from `perfbench mock profiles`, or a YAML path.")
+    ] = "default",
+    host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+) -> None:
+    """Serve the mock until stopped (Ctrl-C). Prints the base URL on its first line.
+
+    Point clients at it: OpenAI SDK [bold]base_url=URL/v1[/], Anthropic SDK [bold]base_url=URL[/].
+    GET URL/stats counts requests, 429s and injected faults.
+    """
+    from perfbench.mock.profile import load_profile
+    from perfbench.mock.server import MockServer, new_loop
+
+    with _errors():
+        loaded = load_profile(profile)
+    server = MockServer(loaded, seed=seed, host=host, port=port)
+    loop = new_loop()
+    try:
+        url = loop.run_until_complete(server.start())
+    except OSError as exc:
+        err.print(Text.assemble(("error: ", "bold red"), f"cannot listen on {host}:{port}: {exc}"))
+        raise typer.Exit(ExitCode.CONFIG) from None
+    # The URL alone on stdout's first line, flushed: scripts and tests read it.
+    print(url, flush=True)
+    err.print(f"perfbench mock: profile {loaded.name or profile}, seed {seed}; Ctrl-C stops.")
+    try:
+        loop.run_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        loop.run_until_complete(server.stop())
+        loop.close()
+
+
+@mock_app.command("profiles")
+def mock_profiles() -> None:
+    """List the shipped mock profiles, one line each."""
+    from perfbench.mock.profile import load_profile, shipped
+
+    with _errors():
+        for name in shipped():
+            out.print(f"[bold]{name:<14}[/] {load_profile(name).description}", highlight=False)
 
 
 def main() -> None:

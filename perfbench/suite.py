@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from perfbench import yamlfile
 from perfbench.errors import CaseError, Problem, SuiteError
+from perfbench.language import detect_language
 
 SUFFIXES = (".yaml", ".yml")
 _NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
@@ -276,18 +276,3 @@ def _duplicates(found: list[_Found]) -> list[Problem]:
 def _suite_name(paths: list[Path]) -> str:
     names = [p.resolve().stem if p.is_file() else p.resolve().name for p in paths]
     return "+".join(names) or "suite"
-
-
-def detect_language(text: str) -> str:
-    """Language from the script: kana → ja, Hangul → ko, Han (CJK) → zh, anything else → en.
-    Kana is checked before Han because Japanese text mixes both."""
-    has_han = False
-    for ch in text:
-        name = unicodedata.name(ch, "")
-        if name.startswith(("HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA")):
-            return "ja"
-        if name.startswith("HANGUL"):
-            return "ko"
-        if name.startswith("CJK UNIFIED IDEOGRAPH"):
-            has_han = True
-    return "zh" if has_han else "en"

@@ -163,7 +163,8 @@ def _explain(err: Any, model: type[BaseModel] | None) -> str:
         return "is required but missing"
     got = err.get("input")
     shown = f" (got {got!r})" if not isinstance(got, dict | list) else ""
-    return f"{err['msg'][0].lower()}{err['msg'][1:]}{shown}"
+    msg = str(err["msg"]).removeprefix("Value error, ")  # our own validators' messages
+    return f"{msg[0].lower()}{msg[1:]}{shown}"
 
 
 def _suggest(name: str, loc: tuple[Any, ...], model: type[BaseModel] | None) -> str:

@@ -3,6 +3,11 @@ timeouts take no real time and latencies come out exact."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +31,15 @@ def example_suite() -> Suite:
 
 
 def fixed_profile(**overrides: Any) -> Profile:
-    """A profile with fixed timings: TTFT 300 ms, 10 ms between tokens, 10-token answers,
-    5-token tool calls, tools at their case latency."""
+    """A profile with fixed timings: TTFT 300 ms, 10 ms between tokens, 10-token answers
+    (40 characters at 0.25 tokens each), tools at their case latency. A tool call without
+    parameters has the arguments `{}`: one token."""
     base: dict[str, Any] = {
         "name": "fixed",
         "ttft_ms": 300,
         "itl_ms": 10,
         "output_chars": 40,
-        "tool_call_tokens": 5,
-        "tokens_per_char": {"default": 0.25},
+        "models": {"sim": {"tokens_per_char": {"default": 0.25}}},
     }
     return Profile.model_validate({**base, **overrides})
 
@@ -42,3 +47,22 @@ def fixed_profile(**overrides: Any) -> Profile:
 def write_suite(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@contextmanager
+def mock_process(profile: Path | str, *extra: str) -> Iterator[str]:
+    """`perfbench mock serve` in a child process (its own interpreter, so timing is not skewed
+    by sharing a GIL with the test); yields the base URL, always stops it."""
+    cmd = [sys.executable, "-m", "perfbench", "mock", "serve", "--profile", str(profile), *extra]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), proc.stderr.read()
+            yield url
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()

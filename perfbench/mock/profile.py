@@ -6,6 +6,7 @@ A distribution is a number (fixed), ``{uniform: [low, high]}`` or
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import random
 from functools import lru_cache
@@ -66,17 +67,84 @@ class Distribution(_Strict):
         return self.lognormal.median * math.exp(sigma * rng.gauss(0.0, 1.0))
 
 
+class SimModel(_Strict):
+    """A simulated model: its tokenizer (tokens per character, by language) and the real model
+    whose prices it borrows, so simulated runs can show costs (labelled as simulated)."""
+
+    description: str = ""
+    prices_as: str | None = None  # "provider/model", e.g. "openai/gpt-4o"
+    tokens_per_char: dict[str, float] = Field(default_factory=lambda: {"default": 0.3})
+
+    def tokens(self, chars: int, language: str) -> int:
+        """Simulated token count of ``chars`` characters of ``language`` text."""
+        if not chars:
+            return 0
+        rate = self.tokens_per_char.get(language) or self.tokens_per_char.get("default", 0.3)
+        return max(1, math.ceil(chars * rate))
+
+
+class RateLimits(_Strict):
+    """Limits answered with 429 and Retry-After. A bucket holds ``burst_s`` seconds' worth."""
+
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+    concurrent: int | None = Field(default=None, ge=1)
+    burst_s: float = Field(default=1.0, gt=0)
+
+
+FAULT_KINDS = ("error_500", "error_503", "stall", "reset", "truncate", "malformed")
+
+
+class Faults(_Strict):
+    """Share of requests that get each fault, drawn per request from the seed."""
+
+    error_500: float = Field(default=0.0, ge=0, le=1)
+    error_503: float = Field(default=0.0, ge=0, le=1)  # Anthropic's flavour: 529 overloaded
+    stall: float = Field(default=0.0, ge=0, le=1)  # nothing is sent for stall_s seconds
+    reset: float = Field(default=0.0, ge=0, le=1)  # connection reset halfway through the body
+    truncate: float = Field(default=0.0, ge=0, le=1)  # body ends early, connection closed cleanly
+    malformed: float = Field(default=0.0, ge=0, le=1)  # one chunk (or the body) is broken JSON
+    stall_s: float = Field(default=30.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> Faults:
+        if sum(getattr(self, k) for k in FAULT_KINDS) > 1:
+            raise ValueError("fault rates add up to more than 1")
+        return self
+
+    def pick(self, u: float) -> str | None:
+        """The fault for a uniform draw ``u`` in [0, 1), or None."""
+        edge = 0.0
+        for kind in FAULT_KINDS:
+            edge += getattr(self, kind)
+            if u < edge:
+                return kind
+        return None
+
+
 class Profile(_Strict):
-    """How the simulated model behaves. Times are in milliseconds; sizes in characters/tokens."""
+    """How the simulated model behaves. Times are in milliseconds, sizes in characters."""
 
     name: str = ""
     description: str = ""
     ttft_ms: Distribution = Distribution(fixed=0)
     itl_ms: Distribution = Distribution(fixed=0)
     output_chars: Distribution = Distribution(fixed=80)
-    tool_call_tokens: int = Field(default=20, ge=1)
     tool_latency_scale: float = Field(default=1.0, ge=0)
-    tokens_per_char: dict[str, float] = Field(default_factory=lambda: {"default": 0.3})
+    models: dict[str, SimModel] = Field(default_factory=lambda: {"sim": SimModel()}, min_length=1)
+    # Request model name (shell-style pattern) → simulated model; unmatched names get the first.
+    model_map: dict[str, str] = Field(default_factory=dict)
+    # Case id → the tools the model calls, in order (default: the request's tools in order).
+    plans: dict[str, list[str]] = Field(default_factory=dict)
+    rate_limits: RateLimits = RateLimits()
+    faults: Faults = Faults()
+
+    @model_validator(mode="after")
+    def _known_models(self) -> Profile:
+        unknown = sorted(set(self.model_map.values()) - set(self.models))
+        if unknown:
+            raise ValueError(f"model_map names undefined models: {', '.join(unknown)}")
+        return self
 
     @property
     def stochastic(self) -> bool:
@@ -84,10 +152,16 @@ class Profile(_Strict):
         dists = (self.ttft_ms, self.itl_ms, self.output_chars)
         return any(d.fixed is None for d in dists)
 
-    def tokens(self, chars: int, language: str) -> int:
-        """Simulated token count of ``chars`` characters of ``language`` text."""
-        rate = self.tokens_per_char.get(language) or self.tokens_per_char.get("default", 0.3)
-        return max(1, math.ceil(chars * rate)) if chars else 0
+    def model(self, requested: str | None = None) -> tuple[str, SimModel]:
+        """The simulated model (name, model) that answers for a requested model name."""
+        if requested:
+            if requested in self.models:
+                return requested, self.models[requested]
+            for pattern, name in self.model_map.items():
+                if fnmatch.fnmatchcase(requested, pattern):
+                    return name, self.models[name]
+        name = next(iter(self.models))
+        return name, self.models[name]
 
 
 def mocks_dir() -> Path:

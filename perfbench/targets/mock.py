@@ -1,58 +1,74 @@
-"""The in-process mock agent: simulates a whole agent task with no sockets.
+"""The in-process mock agent: a whole agent task against the simulated model, with no sockets.
 
-Per step it makes a simulated model call (TTFT, then one token at a time at the profile's
-inter-token latency, scheduled against absolute deadlines) and then the next tool the case
-expects, taking the tool's canned latency. Every draw comes from the task's own seeded
-generator, so results do not depend on concurrency or scheduling order."""
+Each step asks the simulator (the same one behind the mock HTTP server) for a reply, receives
+its tokens at their due times (absolute deadlines, so timer jitter does not accumulate), and,
+when the reply is a tool call, runs the case's tool with its canned latency and result."""
 
 from __future__ import annotations
 
-import random
-
 from perfbench.clock import sleep_until
 from perfbench.mock.profile import Profile
+from perfbench.mock.simulator import Reply, Simulator, ToolSpec, Turn
 from perfbench.sample import Sample
 from perfbench.suite import Case
 from perfbench.task import Task
 
 _MS = 1e-3
-_UNUSED = random.Random(0)  # passed where every distribution is fixed and draws nothing
+
+# What an injected fault looks like to an agent that called the model in-process.
+_FAULTS = {
+    "error_500": ("server_error", "simulated HTTP 500"),
+    "error_503": ("overloaded", "simulated HTTP 503"),
+    "reset": ("connection_reset", "simulated connection reset mid-stream"),
+    "truncate": ("truncated_stream", "simulated stream that ended early"),
+    "malformed": ("malformed_chunk", "simulated chunk with broken JSON"),
+}
 
 
 class MockAgent:
     def __init__(self, profile: Profile, *, profile_name: str = "default") -> None:
         self.profile = profile
+        self.simulator = Simulator(profile)
         self._name = f"mock:{profile_name}"
-        # Seeding a generator costs ~10 µs; a profile with only fixed values needs none.
-        self._stochastic = profile.stochastic
-        self._prompt_cache: dict[str, int] = {}
+        self._tools: dict[str, tuple[ToolSpec, ...]] = {}
 
     @property
     def name(self) -> str:
         return self._name
 
     async def run(self, task: Task) -> Sample:
-        case, profile = task.case, self.profile
-        rng = task.rng("mock") if self._stochastic else _UNUSED
-        plan = _plan(case)
-        context = self._prompt_tokens(case)
+        case = task.case
+        messages = _opening(case)
+        tools = self._specs(case)
         called: list[str] = []
-        for _ in range(case.max_steps):
-            final = len(called) == len(plan)
-            if final:
-                tokens = profile.tokens(round(profile.output_chars.draw(rng)), case.language)
-            else:
-                tokens = profile.tool_call_tokens
-            await self._model_call(task, rng, tokens, context, content=final)
-            context += tokens
-            if final:
+        prefix = f"{task.seed}|{case.id}|{task.phase}|{task.run}|{task.iteration}"
+        for step in range(case.max_steps):
+            turn = Turn(
+                model="",
+                messages=tuple(messages),
+                tools=tools,
+                tool_results=len(called),
+                max_tokens=case.max_tokens,
+                key=f"{prefix}|{step}",
+                case=case.id,
+            )
+            reply = self.simulator.reply(turn)
+            failed = await self._receive(task, reply, len(messages))
+            if failed is not None:
+                return failed
+            messages.append(reply.text)
+            if reply.tool_name is None:
                 return task.sample("ok", expect_ok=_matches(case, called))
-            tool = next(t for t in case.tools if t.name == plan[len(called)])
-            with task.tool_call(tool.name):
-                delay = tool.latency_ms * profile.tool_latency_scale * _MS
-                await sleep_until(task.clock, task.clock() + delay)
-            called.append(tool.name)
-            context += profile.tokens(len(tool.result_text()), case.language)
+            result = await self._call_tool(task, case, reply.tool_name)
+            if result is None:
+                return task.sample(
+                    "error",
+                    error_kind="unknown_tool",
+                    error=f"the model called '{reply.tool_name}', which the case does not declare",
+                    expect_ok=False,
+                )
+            called.append(reply.tool_name)
+            messages.append(result)
         return task.sample(
             "error",
             error_kind="max_steps",
@@ -60,29 +76,51 @@ class MockAgent:
             expect_ok=_matches(case, called),
         )
 
-    def _prompt_tokens(self, case: Case) -> int:
-        tokens = self._prompt_cache.get(case.id)
-        if tokens is None:
-            text = (case.system or "") + case.prompt_text()
-            tokens = self._prompt_cache[case.id] = self.profile.tokens(len(text), case.language)
-        return tokens
-
-    async def _model_call(
-        self, task: Task, rng: random.Random, tokens: int, context: int, *, content: bool
-    ) -> None:
-        call = task.model_call("mock")
-        deadline = task.clock() + self.profile.ttft_ms.draw(rng) * _MS
-        for i in range(tokens):
-            if i:
-                deadline += self.profile.itl_ms.draw(rng) * _MS
-            await sleep_until(task.clock, deadline)
+    async def _receive(self, task: Task, reply: Reply, _context: int) -> Sample | None:
+        """Take the reply's tokens at their due times; a fault ends the task as a failure."""
+        call = task.model_call(reply.model)
+        start = task.clock()
+        if reply.fault == "stall":
+            await sleep_until(task.clock, start + reply.stall_s)
+        elif reply.fault in ("error_500", "error_503"):
+            await sleep_until(task.clock, start + reply.ttft)
+            call.finish(tokens_in=reply.prompt_tokens, tokens_out=None, status="error")
+            kind, message = _FAULTS[reply.fault]
+            return task.sample("error", error_kind=kind, error=message)
+        content = reply.tool_name is None
+        broken = reply.fault in ("reset", "truncate", "malformed")
+        due = reply.due()
+        for i, offset in enumerate(due):
+            if broken and i == len(due) // 2:
+                call.finish(tokens_in=reply.prompt_tokens, tokens_out=i, status="error")
+                kind, message = _FAULTS[reply.fault or ""]
+                return task.sample("error", error_kind=kind, error=message)
+            await sleep_until(task.clock, start + offset)
             call.token(content=content)
-        call.finish(tokens_in=context, tokens_out=tokens)
+        call.finish(tokens_in=reply.prompt_tokens, tokens_out=reply.completion_tokens)
+        return None
+
+    async def _call_tool(self, task: Task, case: Case, name: str) -> str | None:
+        tool = next((t for t in case.tools if t.name == name), None)
+        if tool is None:
+            return None
+        with task.tool_call(name):
+            delay = tool.latency_ms * self.profile.tool_latency_scale * _MS
+            await sleep_until(task.clock, task.clock() + delay)
+        return tool.result_text()
+
+    def _specs(self, case: Case) -> tuple[ToolSpec, ...]:
+        specs = self._tools.get(case.id)
+        if specs is None:
+            specs = self._tools[case.id] = tuple(ToolSpec(t.name, t.parameters) for t in case.tools)
+        return specs
 
 
-def _plan(case: Case) -> list[str]:
-    """The tools the simulated model calls, in order: what the case expects, else all declared."""
-    return list(case.expect.tool_calls) or [t.name for t in case.tools]
+def _opening(case: Case) -> list[str]:
+    texts = [case.system] if case.system else []
+    if case.input is not None:
+        return [*texts, case.input]
+    return [*texts, *(m.content for m in case.messages or [])]
 
 
 def _matches(case: Case, called: list[str]) -> bool | None:

@@ -17,7 +17,7 @@ name: slow
 ttft_ms: 30
 itl_ms: 2
 output_chars: 40
-tokens_per_char: {default: 0.25}
+models: {sim: {tokens_per_char: {default: 0.25}}}
 tool_latency_scale: 0.1
 """
 

@@ -73,13 +73,13 @@ async def test_fixed_profile_gives_exact_latencies_and_percentiles(suite: Suite)
         assert s.itl_mean == pytest.approx(0.010, abs=1e-9)
         assert (s.model_calls, s.tool_calls, s.tokens_out) == (1, 0, 10)
     for s in tool:
-        # tool call: 300 + 4 × 10 ms; tool 100 ms; answer: 300 + 9 × 10 ms.
-        assert s.latency == pytest.approx(0.830, abs=1e-9)
+        # tool call (one token, `{}`): 300 ms; tool 100 ms; answer: 300 + 9 × 10 ms.
+        assert s.latency == pytest.approx(0.790, abs=1e-9)
         assert s.ttft == pytest.approx(0.300, abs=1e-9)
-        assert s.ttfo == pytest.approx(0.740, abs=1e-9)
+        assert s.ttfo == pytest.approx(0.700, abs=1e-9)
         assert [st.kind for st in s.steps] == ["model", "tool", "model"]
         assert s.steps[1].duration == pytest.approx(0.100, abs=1e-9)
-        assert (s.model_calls, s.tool_calls, s.tokens_out, s.expect_ok) == (2, 1, 15, True)
+        assert (s.model_calls, s.tool_calls, s.tokens_out, s.expect_ok) == (2, 1, 11, True)
     summary = summarizer.finish()
     assert summary["warmup_tasks"] == 2
     assert len(summary["runs"]) == 3
@@ -87,13 +87,13 @@ async def test_fixed_profile_gives_exact_latencies_and_percentiles(suite: Suite)
     assert run0["overall"]["tasks"] == 2 and run0["overall"]["ok"] == 2
     lat = run0["overall"]["latency"]
     assert lat["p50"] == pytest.approx(0.390, abs=1e-9)
-    assert lat["p95"] == pytest.approx(0.830, abs=1e-9)
-    assert lat["mean"] == pytest.approx(0.610, abs=1e-9)
+    assert lat["p95"] == pytest.approx(0.790, abs=1e-9)
+    assert lat["mean"] == pytest.approx(0.590, abs=1e-9)
     # Both tasks start together at concurrency 2: the window is the longer task.
-    assert run0["overall"]["throughput"] == pytest.approx(2 / 0.830, rel=1e-9)
+    assert run0["overall"]["throughput"] == pytest.approx(2 / 0.790, rel=1e-9)
     pooled = summary["pooled"]["cases"]["tool"]["latency"]
     assert pooled["n"] == 3 and pooled["stddev"] == pytest.approx(0.0, abs=1e-9)
-    assert summary["across_runs"]["overall"]["latency.p95"]["median"] == pytest.approx(0.830)
+    assert summary["across_runs"]["overall"]["latency.p95"]["median"] == pytest.approx(0.790)
 
 
 def durations(samples: list[Sample]) -> dict[tuple[str, int, str, int], tuple[object, ...]]:

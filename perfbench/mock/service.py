@@ -1,0 +1,217 @@
+"""The mock server's behaviour, apart from HTTP itself: route a request, simulate the reply,
+apply rate limits and faults, count what happened, and hand the HTTP layer a ``Plan`` of what
+to send when. Keeping this free of the server library keeps it testable without sockets."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from perfbench.mock import anthropic_api, openai_api
+from perfbench.mock.limiter import Limiter, Quota
+from perfbench.mock.profile import FAULT_KINDS, Profile
+from perfbench.mock.simulator import Reply, Simulator, Turn
+from perfbench.mock.wire import ApiError, Frames
+
+JSON = "application/json"
+KEY_HEADER = "x-perfbench-key"  # perfbench's clients name each model call, for seeded draws
+CASE_HEADER = "x-perfbench-case"
+
+
+@dataclass
+class Plan:
+    """What to send: wait ``delay`` seconds after arrival, send status, headers and ``body``;
+    or, when ``frames`` is set, the head frames at once and token frame i at ``due[i]``.
+    ``fault`` (reset, truncate, malformed) tells the HTTP layer how to break the response."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    frames: Frames | None = None
+    due: list[float] = field(default_factory=list)
+    delay: float = 0.0
+    fault: str | None = None
+    holds_slot: bool = False  # admitted by the limiter: release it when the response ends
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    by_path: Counter[str] = field(default_factory=Counter)
+    by_status: Counter[int] = field(default_factory=Counter)
+    rate_limited: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    streams: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "by_path": dict(self.by_path),
+            "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
+            "rate_limited": self.rate_limited,
+            "faults": {k: self.faults.get(k, 0) for k in FAULT_KINDS},
+            "streams": self.streams,
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+        }
+
+
+class Service:
+    def __init__(self, profile: Profile, seed: int, clock: Callable[[], float]) -> None:
+        self.profile = profile
+        self.simulator = Simulator(profile, seed)
+        self.limiter = Limiter(profile.rate_limits, clock)
+        self.stats = Stats()
+        self._seen: Counter[bytes] = Counter()  # body digest → occurrences, for unkeyed requests
+        self._ids = 0
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Plan:
+        """``headers`` must look names up case-insensitively (or hold lower-case keys)."""
+        self.stats.requests += 1
+        self.stats.by_path[path] += 1
+        plan = self._route(method, path, headers, body)
+        self.stats.by_status[plan.status] += 1
+        if plan.status == 200:
+            self.stats.in_flight += 1
+            self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        return plan
+
+    def done(self, plan: Plan) -> None:
+        """The response for ``plan`` has ended (sent, failed or abandoned by the client)."""
+        if plan.status == 200:
+            self.stats.in_flight -= 1
+        if plan.holds_slot:
+            plan.holds_slot = False
+            self.limiter.release()
+
+    def _route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Plan:
+        anthropic = path == "/v1/messages" or "anthropic-version" in headers
+        if (method, path) == ("GET", "/health"):
+            return _json({"status": "ok", "profile": self.profile.name})
+        if (method, path) == ("GET", "/stats"):
+            return _json(self.stats.as_json())
+        if (method, path) == ("GET", "/v1/models"):
+            return _json(self._models(anthropic))
+        if path in ("/v1/chat/completions", "/v1/messages"):
+            if method != "POST":
+                return _error(ApiError(405, None, f"use POST for {path}"), anthropic)
+            try:
+                return self._complete(headers, body, anthropic)
+            except ApiError as err:
+                return _error(err, anthropic)
+        return _error(ApiError(404, None, f"no route {method} {path}"), anthropic)
+
+    def _complete(self, headers: Mapping[str, str], raw: bytes, anthropic: bool) -> Plan:
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ApiError(400, None, f"the body is not valid JSON: {exc}") from exc
+        key = headers.get(KEY_HEADER) or self._unkeyed(raw)
+        case = headers.get(CASE_HEADER)
+        api = anthropic_api if anthropic else openai_api
+        turn: Turn = api.parse(body, key, case)
+        reply = self.simulator.reply(turn)
+        limit_headers: dict[str, str] = {}
+        if self.limiter.active:  # no limits, no bookkeeping and no headers
+            quota = self.limiter.admit(reply.prompt_tokens + reply.completion_tokens)
+            limit_headers = self._rate_headers(quota, anthropic)
+            if not quota.admitted:
+                self.stats.rate_limited += 1
+                message = (
+                    f"Rate limit reached ({quota.reason}); retry after {quota.retry_after:.3f} s"
+                )
+                return _error(ApiError(429, None, message, headers=limit_headers), anthropic)
+        if reply.fault:
+            self.stats.faults[reply.fault] += 1
+        plan = self._reply_plan(reply, body, turn.model, anthropic)
+        plan.headers.update(limit_headers)
+        plan.holds_slot = self.limiter.active
+        if reply.fault == "stall":
+            plan.delay += reply.stall_s
+        return plan
+
+    def _reply_plan(self, reply: Reply, body: dict[str, Any], model: str, anthropic: bool) -> Plan:
+        self._ids += 1
+        request_id = f"msg_{self._ids:012d}" if anthropic else f"chatcmpl-{self._ids:012d}"
+        name = model or reply.model
+        if reply.fault in ("error_500", "error_503"):
+            status = 500 if reply.fault == "error_500" else (529 if anthropic else 503)
+            err = ApiError(
+                status,
+                None,
+                "simulated server error"
+                if status == 500
+                else "simulated overload; please retry later",
+            )
+            plan = _error(err, anthropic)
+            plan.delay = reply.ttft
+            return plan
+        headers = {"request-id" if anthropic else "x-request-id": request_id}
+        if body.get("stream"):
+            self.stats.streams += 1
+            if anthropic:
+                frames = anthropic_api.stream(reply, request_id, name)
+            else:
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                frames = openai_api.stream(reply, request_id, _created(), name, usage)
+            return Plan(headers=headers, frames=frames, due=reply.due(), fault=reply.fault)
+        payload = (
+            anthropic_api.body(reply, request_id, name)
+            if anthropic
+            else openai_api.body(reply, request_id, _created(), name)
+        )
+        headers["content-type"] = JSON
+        done = reply.due()[-1] if reply.pieces else reply.ttft
+        return Plan(headers=headers, body=payload, delay=done, fault=reply.fault)
+
+    def _rate_headers(self, quota: Quota, anthropic: bool) -> dict[str, str]:
+        if anthropic:
+            return anthropic_api.rate_headers(quota, datetime.now(UTC))
+        return openai_api.rate_headers(quota)
+
+    def _unkeyed(self, raw: bytes) -> str:
+        # Without a key header, identical bodies are told apart by how often each was seen,
+        # so a generic load tool still gets varied draws (deterministic per occurrence).
+        digest = hashlib.blake2b(raw, digest_size=12).digest()
+        if len(self._seen) > 100_000:
+            self._seen.clear()
+        self._seen[digest] += 1
+        return f"{digest.hex()}#{self._seen[digest]}"
+
+    def _models(self, anthropic: bool) -> dict[str, Any]:
+        names = list(self.profile.models)
+        if anthropic:
+            data = [
+                {"type": "model", "id": n, "display_name": n, "created_at": "2026-01-01T00:00:00Z"}
+                for n in names
+            ]
+            return {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]}
+        return {
+            "object": "list",
+            "data": [
+                {"id": n, "object": "model", "created": 0, "owned_by": "perfbench-mock"}
+                for n in names
+            ],
+        }
+
+
+def _created() -> int:
+    return int(time.time())
+
+
+def _json(doc: dict[str, Any], status: int = 200) -> Plan:
+    return Plan(status=status, headers={"content-type": JSON}, body=orjson.dumps(doc))
+
+
+def _error(err: ApiError, anthropic: bool) -> Plan:
+    body = anthropic_api.error(err) if anthropic else openai_api.error(err)
+    return Plan(status=err.status, headers={"content-type": JSON, **err.headers}, body=body)

@@ -1,0 +1,208 @@
+"""The simulated model behind both mocks: given one model request (a ``Turn``), decide the
+``Reply``: answer text or the next tool call, token counts by the simulated tokenizer, when each
+token is due, and any injected fault.
+
+Every draw comes from a generator seeded by (seed, the turn's key) alone, so the profile and the
+seed fully determine what a request receives, whatever the order or concurrency of requests."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from perfbench.language import detect_language
+from perfbench.mock.profile import Profile, SimModel
+
+_MS = 1e-3
+
+# Filler text per language, cycled to the drawn length. Content is irrelevant to timing; only
+# its script matters to the simulated tokenizers.
+_BANK = {
+    "en": "Your order has shipped and should arrive within two working days. ",
+    "es": "Su pedido ha sido enviado y debería llegar en dos días hábiles. ",
+    "zh": "您的订单已经发货，预计两个工作日内送达。",
+    "ja": "ご注文の商品は発送済みで、二営業日以内に届く予定です。",
+    "ko": "주문하신 상품이 발송되었으며 영업일 기준 이틀 안에 도착합니다. ",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A provider-neutral view of one model request."""
+
+    model: str
+    messages: tuple[str, ...]  # the text of every message, for counting prompt tokens
+    tools: tuple[ToolSpec, ...] = ()
+    tool_results: int = 0  # tool results already in the conversation
+    max_tokens: int | None = None
+    key: str = ""  # seeds this reply's draws
+    case: str | None = None  # a case id, when the client names it, for scripted plans
+
+
+Finish = Literal["stop", "tool_calls", "length"]
+
+
+@dataclass(slots=True)
+class Reply:
+    model: str  # the simulated model that answered
+    pieces: list[str]  # one string per output token: answer text, or tool-call argument JSON
+    prompt_tokens: int
+    ttft: float  # seconds from the request to the first token
+    gaps: list[float]  # seconds between consecutive tokens (len(pieces) - 1 of them)
+    finish: Finish = "stop"
+    tool_name: str | None = None
+    tool_id: str | None = None
+    fault: str | None = None
+    stall_s: float = 0.0
+
+    @property
+    def completion_tokens(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def due(self) -> list[float]:
+        """When each token is due, in seconds from the request's arrival."""
+        return list(itertools.accumulate(self.gaps, initial=self.ttft)) if self.pieces else []
+
+
+class Simulator:
+    def __init__(self, profile: Profile, seed: int = 0) -> None:
+        self.profile = profile
+        self.seed = seed
+        # Seeding a generator costs ~10 µs; a profile with nothing to draw needs none.
+        self._draws = profile.stochastic or profile.faults.pick(0.0) is not None
+        self._zero = random.Random(0)
+        self._models: dict[str, tuple[str, SimModel]] = {}
+
+    def rng(self, key: str) -> random.Random:
+        if not self._draws:
+            return self._zero
+        digest = hashlib.blake2b(f"{self.seed}|{key}".encode(), digest_size=8).digest()
+        return random.Random(int.from_bytes(digest))
+
+    def reply(self, turn: Turn) -> Reply:
+        profile = self.profile
+        rng = self.rng(turn.key)
+        fault = profile.faults.pick(rng.random()) if self._draws else None
+        name, model = self._model(turn.model)
+        prompt = sum(model.tokens(len(t), _language(t)) for t in turn.messages)
+        tool = self._next_tool(turn)
+        if tool is not None:
+            arguments = orjson.dumps(_arguments(tool.parameters)).decode()
+            pieces = _split(arguments, model.tokens(len(arguments), "en"))
+            finish: Finish = "tool_calls"
+        else:
+            language = _language(turn.messages[-1]) if turn.messages else "en"
+            chars = max(1, round(profile.output_chars.draw(rng)))
+            pieces = list(_answer(language, chars, model.tokens(chars, language)))
+            finish = "stop"
+            if turn.max_tokens is not None and len(pieces) > turn.max_tokens:
+                pieces, finish = pieces[: turn.max_tokens], "length"
+        ttft = profile.ttft_ms.draw(rng) * _MS
+        itl = profile.itl_ms
+        if itl.fixed is not None:  # the common benchmark case: no draws at all
+            gaps = [itl.fixed * _MS] * (len(pieces) - 1)
+        else:
+            gaps = [itl.draw(rng) * _MS for _ in range(len(pieces) - 1)]
+        return Reply(
+            model=name,
+            pieces=pieces,
+            prompt_tokens=prompt,
+            ttft=ttft,
+            gaps=gaps,
+            finish=finish,
+            tool_name=tool.name if tool else None,
+            tool_id=_tool_id(turn.key, turn.tool_results) if tool else None,
+            fault=fault,
+            stall_s=profile.faults.stall_s,
+        )
+
+    def _model(self, requested: str) -> tuple[str, SimModel]:
+        # Matching shell patterns on every request showed in profiles; names repeat.
+        found = self._models.get(requested)
+        if found is None:
+            if len(self._models) > 1000:
+                self._models.clear()
+            found = self._models[requested] = self.profile.model(requested)
+        return found
+
+    def _next_tool(self, turn: Turn) -> ToolSpec | None:
+        """Call the tools in order (or the case's scripted plan), one per turn, then answer."""
+        by_name = {t.name: t for t in turn.tools}
+        plan = self.profile.plans.get(turn.case or "")
+        names = plan if plan is not None else [t.name for t in turn.tools]
+        if turn.tool_results >= len(names):
+            return None
+        name = names[turn.tool_results]
+        return by_name.get(name, ToolSpec(name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _language(text: str) -> str:
+    # Conversations resend the same messages every turn; the cache saves rescanning them.
+    return detect_language(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _answer(language: str, chars: int, tokens: int) -> tuple[str, ...]:
+    return tuple(_split(_filler(language, chars), tokens))
+
+
+def _filler(language: str, chars: int) -> str:
+    bank = _BANK.get(language, _BANK["en"])
+    return (bank * (chars // len(bank) + 1))[:chars]
+
+
+def _split(text: str, parts: int) -> list[str]:
+    """``text`` in ``parts`` consecutive pieces of near-equal length (one per token)."""
+    parts = max(1, min(parts, len(text))) if text else 0
+    size, extra = divmod(len(text), parts) if parts else (0, 0)
+    out, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        out.append(text[start:end])
+        start = end
+    return out
+
+
+def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Plausible arguments for a JSON schema: required properties (else all), typed placeholders."""
+    props: dict[str, Any] = schema.get("properties") or {}
+    wanted = schema.get("required") or list(props)
+    return {name: _placeholder(props.get(name) or {}, name) for name in wanted}
+
+
+def _placeholder(schema: dict[str, Any], name: str) -> Any:
+    kind = schema.get("type")
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.5
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return _arguments(schema)
+    return f"{name}-1"
+
+
+def _tool_id(key: str, index: int) -> str:
+    return "call_" + hashlib.blake2b(f"{key}|{index}".encode(), digest_size=12).hexdigest()
