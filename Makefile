@@ -30,6 +30,7 @@ test: lint ## lint, type-check and run the test suite
 bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wrk; prints figures
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
 	$(PY) tests/bench/wrk_mock.py
+	$(PY) tests/bench/latency_error.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks

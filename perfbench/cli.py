@@ -27,7 +27,7 @@ from perfbench.sample import Phase
 from perfbench.session import RunResult, Session
 from perfbench.stats import summarize
 from perfbench.suite import Suite, load_suite
-from perfbench.targets import resolve
+from perfbench.targets.registry import TargetOptions, resolve
 
 
 class ExitCode(IntEnum):
@@ -112,10 +112,30 @@ def run(
         typer.Option(
             "--target",
             "-t",
-            help="What to measure: 'mock' (in-process mock agent) or "
-            "'mock:<profile>' with a profile name from mocks/ or a YAML path.",
+            help="What to measure: mock+http[:profile] (the mock server over HTTP, default), "
+            "mock[:profile] (in-process), provider/model (openai, anthropic, deepseek, qwen, "
+            "zhipu), http+agent://host/path, python:module:function.",
         ),
-    ] = "mock",
+    ] = "mock+http",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Environment variable holding the API key (keys never go on the command "
+            "line, nor into run directories)."
+        ),
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option("--stream/--no-stream", help="Stream replies (TTFT needs it).")
+    ] = True,
+    retries: Annotated[
+        int, typer.Option(min=0, help="Retries of a 429/5xx answer, waiting as the server asks.")
+    ] = 3,
     runs: Annotated[
         int, typer.Option(min=1, help="Measured passes over the suite; statistics are per run.")
     ] = 5,
@@ -143,9 +163,17 @@ def run(
     """
     with _errors():
         suite = load_suite(cases)
+        options = TargetOptions(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            stream=stream,
+            concurrency=concurrency,
+            seed=seed,
+            retries=retries,
+        )
         session = Session(
             suite,
-            resolve(target),
+            resolve(target, options),
             Plan(runs=runs, warmup=warmup, repeat=repeat, concurrency=concurrency, seed=seed),
             out_root=out_dir,
             label=label,

@@ -5,6 +5,7 @@ assert exact latencies and run instantly."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import anyio
@@ -17,17 +18,22 @@ def default_clock() -> float:
 
 
 def bind(clock: Clock) -> Clock:
-    """The fastest equivalent of ``clock`` for the running event loop. ``anyio.current_time``
-    looks the backend up on every call (about 5 µs); a run reads the clock dozens of times
-    per task, so the runner binds it once. Call from inside the event loop."""
+    """The clock to measure with in the running event loop, resolved once per run
+    (``anyio.current_time`` looks the backend up on every call, about 5 µs).
+
+    On asyncio this is ``time.monotonic``, not the loop's ``time()``: uvloop's loop time is
+    libuv's cached millisecond clock, which rounds every latency to whole milliseconds. Under
+    trio it is trio's clock, which a test's ``MockClock`` makes virtual. Sleeps computed from
+    either are fine: ``sleep_until`` converts deadlines to durations."""
     if clock is not default_clock:
         return clock
     try:
-        return asyncio.get_running_loop().time
+        asyncio.get_running_loop()
     except RuntimeError:  # not asyncio, so trio (anyio's other backend)
         import trio
 
         return trio.current_time
+    return time.monotonic
 
 
 async def sleep_until(clock: Clock, deadline: float) -> None:
@@ -35,3 +41,13 @@ async def sleep_until(clock: Clock, deadline: float) -> None:
     delay = deadline - clock()
     if delay > 0:
         await anyio.sleep(delay)
+
+
+def loop_clock() -> Clock:
+    """The event loop's own clock, on which cancel-scope deadlines are set, resolved once."""
+    try:
+        return asyncio.get_running_loop().time
+    except RuntimeError:
+        import trio
+
+        return trio.current_time

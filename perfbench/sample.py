@@ -21,10 +21,13 @@ class Step:
     name: str
     start: float
     duration: float = 0.0
-    ttft: float | None = None
+    ttft: float | None = None  # from the request being sent to the first token
     tokens_in: int | None = None
     tokens_out: int | None = None
     status: Status = "ok"
+    wait: float | None = None  # from the step's start to the request being sent (pool, connect)
+    headers: float | None = None  # from the request being sent to the response headers
+    http_status: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -32,7 +35,10 @@ class Step:
             "name": self.name,
             "start": self.start,
             "duration": self.duration,
+            "wait": self.wait,
+            "headers": self.headers,
             "ttft": self.ttft,
+            "http_status": self.http_status,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "status": self.status,
@@ -72,6 +78,7 @@ class Sample:
     error: str | None = None
     http_status: int | None = None
     retries: int = 0
+    throttled: int = 0  # 429 answers received (each retried or, at the end, the failure)
     concurrency: int = 0
 
     @property
@@ -116,6 +123,7 @@ class Sample:
             "error": self.error,
             "http_status": self.http_status,
             "retries": self.retries,
+            "throttled": self.throttled,
             "concurrency": self.concurrency,
             "steps": [s.to_json() for s in self.steps],
         }

@@ -6,6 +6,7 @@ summary.json describes every sample that reached samples.jsonl."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +65,9 @@ class Session:
             self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
         status = "failed"
         try:
-            outcome = await self.runner.run()
+            async with AsyncExitStack() as stack:
+                await _open(self.target, stack)
+                outcome = await self.runner.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
         finally:
@@ -119,3 +122,12 @@ class Session:
             "host": host.fingerprint(),
             "headline": None,
         }
+
+
+async def _open(target: Target, stack: AsyncExitStack) -> None:
+    """Start a target that has a lifetime (a server to spawn, clients to close)."""
+    if isinstance(target, AbstractAsyncContextManager):
+        await stack.enter_async_context(target)
+    aclose = getattr(target, "aclose", None)
+    if aclose is not None:
+        stack.push_async_callback(aclose)

@@ -33,6 +33,7 @@ class Task:
     tokens_estimated: bool = False
     http_status: int | None = None
     retries: int = 0
+    throttled: int = 0
     _gaps: int = 0
     _gap_sum: float = 0.0
     _gap_max: float = 0.0
@@ -114,19 +115,35 @@ class Task:
             error=error,
             http_status=self.http_status,
             retries=self.retries,
+            throttled=self.throttled,
             concurrency=self.concurrency,
         )
 
 
 class ModelCall:
-    """Times one model call from the stream of token-bearing chunks it receives."""
+    """Times one model call from the stream of token-bearing chunks it receives. TTFT counts
+    from ``sent()`` (the request leaving, after any wait for a pooled connection) when the
+    client reports it, else from the step's start."""
 
-    __slots__ = ("_last", "_step", "_task")
+    __slots__ = ("_last", "_sent", "_step", "_task")
 
     def __init__(self, task: Task, step: Step) -> None:
         self._task = task
         self._step = step
         self._last: float | None = None
+        self._sent = step.start
+
+    def sent(self) -> None:
+        """The request is being written (a retry calls this again)."""
+        self._sent = self._task.now()
+        self._step.wait = self._sent - self._step.start
+        self._last = None
+        self._step.ttft = None
+
+    def headers(self, status: int) -> None:
+        """The response headers arrived."""
+        self._step.headers = self._task.now() - self._sent
+        self._step.http_status = status
 
     def token(self, *, content: bool = True) -> None:
         """A chunk that carries at least one token arrived. ``content`` is False for tool-call or
@@ -134,7 +151,7 @@ class ModelCall:
         now = self._task.now()
         task = self._task
         if self._last is None:
-            self._step.ttft = now - self._step.start
+            self._step.ttft = now - self._sent
         else:
             gap = now - self._last
             task._gaps += 1

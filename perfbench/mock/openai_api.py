@@ -122,6 +122,8 @@ def stream(reply: Reply, request_id: str, created: int, model: str, usage: bool)
 
     head = [chunk({"role": "assistant", "content": "" if reply.tool_name is None else None})]
     if reply.tool_name is not None:
+        # The chunk naming the tool is generated output: it goes out with the first token, not
+        # with the headers, or a client would see a token before the model produced one.
         first = {
             "tool_calls": [
                 {
@@ -132,21 +134,15 @@ def stream(reply: Reply, request_id: str, created: int, model: str, usage: bool)
                 }
             ]
         }
-        head.append(chunk(first))
         tokens = [
             chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
             for p in reply.pieces
         ]
+        if tokens:
+            tokens[0] = chunk(first) + tokens[0]
     else:
-        whole = _sse(
-            {
-                **base,
-                "choices": [
-                    {"index": 0, "delta": {"content": ""}, "logprobs": None, "finish_reason": None}
-                ],
-                **extra,
-            }
-        )
+        empty = {"index": 0, "delta": {"content": ""}, "logprobs": None, "finish_reason": None}
+        whole = _sse({**base, "choices": [empty], **extra})
         tokens = chunks_of(reply.pieces, whole, b'"content":""', b'"content":')
     tail = [chunk({}, reply.finish)]
     if usage:

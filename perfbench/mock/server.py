@@ -14,6 +14,7 @@ import asyncio
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -57,7 +58,7 @@ class MockServer:
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         assert self.service is not None
-        arrival = asyncio.get_running_loop().time()
+        arrival = time.monotonic()  # not uvloop's loop.time(): that is a cached ms clock
         body = await request.read()
         # aiohttp's headers are case-insensitive already: no per-request copy.
         plan = self.service.handle(request.method, request.path, request.headers, body)
@@ -72,7 +73,7 @@ class MockServer:
 
 
 async def _sleep_until(deadline: float) -> None:
-    delay = deadline - asyncio.get_running_loop().time()
+    delay = deadline - time.monotonic()
     if delay > 0:
         await asyncio.sleep(delay)
 
@@ -105,11 +106,10 @@ async def _send_stream(request: web.BaseRequest, plan: Plan, arrival: float) -> 
     await response.write(b"".join(frames.head))
     due, tokens = plan.due, frames.tokens
     broken_at = len(tokens) // 2 if plan.fault in ("reset", "truncate", "malformed") else -1
-    loop = asyncio.get_running_loop()
     i = 0
     while i < len(tokens):
         await _sleep_until(arrival + due[i])
-        elapsed = loop.time() - arrival
+        elapsed = time.monotonic() - arrival
         batch = []
         while i < len(tokens) and due[i] <= elapsed:  # everything due now goes in one write
             if i == broken_at:

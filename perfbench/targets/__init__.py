@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.task import Task
 
@@ -18,14 +17,3 @@ class Target(Protocol):
         ...
 
     async def run(self, task: Task) -> Sample: ...
-
-
-def resolve(spec: str) -> Target:
-    """A target from its string: ``mock`` or ``mock:<profile name or path>``."""
-    kind, _, arg = spec.partition(":")
-    if kind == "mock":
-        from perfbench.mock.profile import load_profile
-        from perfbench.targets.mock import MockAgent
-
-        return MockAgent(load_profile(arg or "default"), profile_name=arg or "default")
-    raise TargetError(f"unknown target '{spec}'; known: mock, mock:<profile>")

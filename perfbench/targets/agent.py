@@ -1,0 +1,183 @@
+"""The built-in agent loop for model targets: send the case, run the tools the model asks for
+(with the case's canned results and latencies), send the results back, until a final answer or
+``max_steps``. Every model call and tool call is a step; every failure is a classified sample.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+
+from perfbench.clock import sleep_until
+from perfbench.sample import Sample, Status
+from perfbench.suite import Case
+from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
+from perfbench.targets.pool import Pool
+from perfbench.targets.retry import RetryPolicy
+from perfbench.task import ModelCall, Task
+
+_MS = 1e-3
+
+
+class ModelAgent:
+    def __init__(
+        self,
+        api: ChatApi,
+        base_url: str,
+        *,
+        name: str,
+        key: str | None = None,
+        stream: bool = True,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 1,
+        transport: httpx.AsyncBaseTransport | None = None,
+        seed_headers: bool = False,
+    ) -> None:
+        self.api, self.base_url, self._name = api, base_url.rstrip("/"), name
+        self.stream = stream
+        self.retry = retry or RetryPolicy()
+        self.seed_headers = seed_headers  # name each call for the mock's seeded draws
+        # The key lives only in these headers: never in the name, the samples or errors
+        # (error bodies that echo it back are redacted).
+        self._headers = {"content-type": "application/json", **api.headers(key)}
+        self._secret = key
+        self._pool = Pool(concurrency, transport=transport)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    async def run(self, task: Task) -> Sample:
+        case = task.case
+        messages = self.api.opening(case)
+        called: list[str] = []
+        for step in range(case.max_steps):
+            try:
+                reply = await self._call(task, messages, step)
+            except ModelError as err:
+                status: Status = "rate_limited" if err.kind == "rate_limited" else "error"
+                return task.sample(status, error_kind=err.kind, error=err.message)
+            if not reply.tool_calls:
+                return task.sample("ok", expect_ok=_matches(case, called, reply.text))
+            results = [(call, await self._run_tool(task, call)) for call in reply.tool_calls]
+            called += [call.name for call in reply.tool_calls]
+            self.api.extend(messages, reply, results)
+        return task.sample(
+            "error",
+            error_kind="max_steps",
+            error=f"no final answer after max_steps={case.max_steps}",
+            expect_ok=_matches(case, called, None),
+        )
+
+    async def _run_tool(self, task: Task, call: ToolCall) -> str:
+        tool = next((t for t in task.case.tools if t.name == call.name), None)
+        with task.tool_call(call.name) as step:
+            if tool is None:  # the model invented a tool: tell it, as a real runtime would
+                step.status = "error"
+                return f"error: there is no tool named {call.name!r}"
+            await sleep_until(task.clock, task.clock() + tool.latency_ms * _MS)
+        return tool.result_text()
+
+    async def _call(self, task: Task, messages: Messages, step: int) -> ModelReply:
+        path, body = self.api.request(task.case, messages, self.stream)
+        content = orjson.dumps(body)
+        headers = self._call_headers(task, step)
+        call = task.model_call(self.api.name)
+        try:
+            reply = await self._attempts(task, call, self.base_url + path, content, headers)
+        except ModelError:
+            call.finish(tokens_in=None, tokens_out=None, status="error")
+            raise
+        call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
+        return reply
+
+    async def _attempts(
+        self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]
+    ) -> ModelReply:
+        rng: random.Random | None = None
+        attempt = 0
+        while True:
+            status, reply, retry_headers = await self._send(task, call, url, content, headers)
+            if reply is not None:
+                return reply
+            if status == 429:
+                task.throttled += 1
+            rng = rng or task.rng("retry")
+            delay = None
+            if self.retry.should_retry(status, attempt):
+                delay = self.retry.delay(attempt, retry_headers, rng)
+            if delay is None:
+                kind = "rate_limited" if status == 429 else f"http_{status}"
+                message = self._redact(_http_message(status, retry_headers))
+                raise ModelError(kind, message, status=status)
+            task.retries += 1
+            attempt += 1
+            await anyio.sleep(delay)
+
+    async def _send(
+        self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]
+    ) -> tuple[int, ModelReply | None, dict[str, str]]:
+        """One HTTP attempt: (status, reply or None when refused, the refusal's headers)."""
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name == "http11.send_request_headers.started":
+                call.sent()
+
+        timeout = httpx.Timeout(connect=10.0, read=task.case.timeout_s, write=10.0, pool=None)
+        try:
+            async with (
+                self._pool.client() as client,
+                client.stream(
+                    "POST",
+                    url,
+                    content=content,
+                    headers=headers,
+                    timeout=timeout,
+                    extensions={"trace": trace},
+                ) as response,
+            ):
+                call.headers(response.status_code)
+                task.http_status = response.status_code
+                if response.status_code >= 400:
+                    text = (await response.aread())[:300].decode(errors="replace")
+                    return response.status_code, None, {**response.headers, "x-body": text}
+                return response.status_code, await self.api.receive(response, call, self.stream), {}
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ModelError("connect_error", f"cannot connect to {self.base_url}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            raise ModelError("timeout", f"{type(exc).__name__} from {self.base_url}") from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise ModelError("connection_dropped", f"connection dropped: {exc}") from exc
+        except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
+            raise ModelError("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _call_headers(self, task: Task, step: int) -> dict[str, str]:
+        if not self.seed_headers:
+            return self._headers
+        key = f"{task.seed}|{task.case.id}|{task.phase}|{task.run}|{task.iteration}|{step}"
+        return {**self._headers, "x-perfbench-key": key, "x-perfbench-case": task.case.id}
+
+
+def _http_message(status: int, headers: dict[str, str]) -> str:
+    body = headers.get("x-body", "").strip().replace("\n", " ")
+    return f"HTTP {status}: {body}" if body else f"HTTP {status}"
+
+
+def _matches(case: Case, called: list[str], output: str | None) -> bool | None:
+    checks: list[bool] = []
+    if case.expect.tool_calls:
+        checks.append(called == case.expect.tool_calls)
+    if case.expect.output_contains:
+        text = (output or "").lower()
+        checks.append(all(s.lower() in text for s in case.expect.output_contains))
+    return all(checks) if checks else None

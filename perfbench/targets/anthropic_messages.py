@@ -1,0 +1,178 @@
+"""Anthropic Messages: requests, and the event stream (message_start … message_stop) or whole
+replies read with per-token timing."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import orjson
+
+from perfbench.suite import Case
+from perfbench.targets import sse
+from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall
+from perfbench.task import ModelCall
+
+VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024  # Anthropic requires max_tokens; a case may set its own
+
+
+class AnthropicMessages:
+    name = "anthropic"
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def opening(self, case: Case) -> Messages:
+        if case.input is not None:
+            return [{"role": "user", "content": case.input}]
+        return [
+            {"role": m.role, "content": m.content}
+            for m in case.messages or []
+            if m.role != "system"
+        ]
+
+    def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": case.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": messages,
+            "temperature": case.temperature,
+        }
+        system = case.system or "\n".join(
+            m.content for m in case.messages or [] if m.role == "system"
+        )
+        if system:
+            body["system"] = system
+        if case.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in case.tools
+            ]
+        if stream:
+            body["stream"] = True
+        return "/messages", body
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": VERSION}
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+        if not stream or not sse.is_stream(response):
+            return _whole(await response.aread())
+        reply = ModelReply()
+        blocks: dict[int, ToolCall] = {}
+        text: list[str] = []
+        stopped = False
+        async with aclosing(sse.events(response.aiter_lines())) as events:
+            async for event in events:
+                doc = _json(event.data)
+                kind = doc.get("type")
+                if kind == "error":
+                    message = str((doc.get("error") or {}).get("message"))
+                    raise ModelError("stream_error", message)
+                stopped |= kind == "message_stop"
+                _apply(kind, doc, reply, blocks, text, call)
+        if not stopped:
+            raise ModelError("malformed_stream", "the stream ended before message_stop")
+        reply.text = "".join(text)
+        reply.tool_calls = [blocks[i] for i in sorted(blocks)]
+        return reply
+
+    def extend(
+        self, messages: Messages, reply: ModelReply, results: list[tuple[ToolCall, str]]
+    ) -> None:
+        content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+        content += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": _input(c)}
+            for c in reply.tool_calls
+        ]
+        messages.append({"role": "assistant", "content": content})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": c.id, "content": result}
+                    for c, result in results
+                ],
+            }
+        )
+
+
+def _apply(
+    kind: Any,
+    doc: dict[str, Any],
+    reply: ModelReply,
+    blocks: dict[int, ToolCall],
+    text: list[str],
+    call: ModelCall,
+) -> None:
+    if kind == "message_start":
+        usage = (doc.get("message") or {}).get("usage") or {}
+        reply.tokens_in = usage.get("input_tokens")
+    elif kind == "content_block_start":
+        block = doc.get("content_block") or {}
+        if block.get("type") == "tool_use":
+            blocks[doc.get("index", len(blocks))] = ToolCall(block.get("id", ""), block["name"])
+    elif kind == "content_block_delta":
+        _delta(doc, blocks, text, call)
+    elif kind == "message_delta":
+        usage = doc.get("usage") or {}
+        reply.tokens_out = usage.get("output_tokens", reply.tokens_out)
+        reply.finish = (doc.get("delta") or {}).get("stop_reason") or reply.finish
+
+
+def _delta(
+    doc: dict[str, Any], blocks: dict[int, ToolCall], text: list[str], call: ModelCall
+) -> None:
+    delta = doc.get("delta") or {}
+    kind = delta.get("type")
+    if kind == "text_delta" and delta.get("text"):
+        call.token(content=True)
+        text.append(delta["text"])
+    elif kind == "input_json_delta" and delta.get("partial_json"):
+        call.token(content=False)
+        block = blocks.get(doc.get("index", -1))
+        if block is not None:
+            block.arguments += delta["partial_json"]
+    elif kind == "thinking_delta" and delta.get("thinking"):
+        call.token(content=False)
+
+
+def _input(call: ToolCall) -> Any:
+    try:
+        return orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+
+
+def _whole(raw: bytes) -> ModelReply:
+    doc = _json(raw)
+    content = doc.get("content")
+    if not isinstance(content, list):
+        raise ModelError("malformed_stream", "reply has no content list")
+    usage = doc.get("usage") or {}
+    return ModelReply(
+        text="".join(b.get("text", "") for b in content if b.get("type") == "text"),
+        tool_calls=[
+            ToolCall(b.get("id", ""), b.get("name", ""), orjson.dumps(b.get("input", {})).decode())
+            for b in content
+            if b.get("type") == "tool_use"
+        ],
+        tokens_in=usage.get("input_tokens"),
+        tokens_out=usage.get("output_tokens"),
+        finish=doc.get("stop_reason"),
+    )
+
+
+def _json(data: str | bytes) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("malformed_stream", f"event is not JSON: {str(data)[:120]!r}") from exc
+    if not isinstance(doc, dict):
+        raise ModelError("malformed_stream", f"event is not a JSON object: {str(data)[:120]!r}")
+    return doc

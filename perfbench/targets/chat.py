@@ -1,0 +1,70 @@
+"""What the built-in agent loop needs from a model API, whatever its wire format: the types it
+exchanges and the ``ChatApi`` protocol that ``openai_chat`` and ``anthropic_messages`` implement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from perfbench.suite import Case
+from perfbench.task import ModelCall
+
+Messages = list[dict[str, Any]]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str = ""  # JSON text as the model produced it
+
+
+@dataclass(slots=True)
+class ModelReply:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    finish: str | None = None
+
+
+class ModelError(Exception):
+    """A model call that failed in a classified way; the agent loop turns it into a sample.
+
+    ``kind`` is one of: connect_error, rate_limited, http_<status>, malformed_stream,
+    connection_dropped, stream_error, timeout."""
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.status = kind, message, status
+
+
+class ChatApi(Protocol):
+    """One provider's wire format. Pure except ``receive``, which reads the response body."""
+
+    name: str
+
+    def opening(self, case: Case) -> Messages: ...
+
+    def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
+        """The path (relative to the base URL) and JSON body of the next call."""
+        ...
+
+    def headers(self, key: str | None) -> dict[str, str]: ...
+
+    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+        """Read the body, marking each token-bearing chunk on ``call`` as it arrives."""
+        ...
+
+    def extend(
+        self, messages: Messages, reply: ModelReply, results: list[tuple[ToolCall, str]]
+    ) -> None:
+        """Append the model's turn and the tool results to the conversation."""
+        ...
+
+
+def text_of(content: Any) -> str:
+    return content if isinstance(content, str) else ""

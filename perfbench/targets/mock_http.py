@@ -1,0 +1,103 @@
+"""``-t mock+http[:profile]``: the mock agent server in a child process on an ephemeral
+loopback port, measured through the real OpenAI-compatible client and the agent loop, so the
+default run exercises the whole HTTP path. The server is stopped when the run ends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anyio
+
+from perfbench.errors import TargetError
+from perfbench.sample import Sample
+from perfbench.targets.agent import ModelAgent
+from perfbench.targets.openai_chat import OpenAIChat
+from perfbench.targets.retry import RetryPolicy
+from perfbench.task import Task
+
+
+class MockHttp:
+    def __init__(
+        self,
+        profile: str,
+        *,
+        seed: int = 0,
+        concurrency: int = 1,
+        stream: bool = True,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.profile, self.seed = profile, seed
+        self.concurrency, self.stream, self.retry = concurrency, stream, retry
+        self._name = f"mock+http:{profile}"
+        self._process: subprocess.Popen[str] | None = None
+        self._agent: ModelAgent | None = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def __aenter__(self) -> MockHttp:
+        url = await anyio.to_thread.run_sync(self._spawn)
+        self._agent = ModelAgent(
+            OpenAIChat("mock"),
+            url + "/v1",
+            name=self._name,
+            stream=self.stream,
+            retry=self.retry,
+            concurrency=self.concurrency,
+            seed_headers=True,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._agent is not None:
+            await self._agent.aclose()
+        await anyio.to_thread.run_sync(self._stop)
+
+    async def run(self, task: Task) -> Sample:
+        if self._agent is None:
+            raise TargetError("mock+http target used outside its context (server not started)")
+        return await self._agent.run(task)
+
+    def _spawn(self) -> str:
+        cmd = [
+            sys.executable,
+            "-m",
+            "perfbench",
+            "mock",
+            "serve",
+            "--profile",
+            self.profile,
+            "--seed",
+            str(self.seed),
+            "--port",
+            "0",
+        ]
+        # A session of its own: a Ctrl-C in the terminal stops the run, which then stops the
+        # server, rather than killing the server under tasks still in flight.
+        self._process = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert self._process.stdout is not None and self._process.stderr is not None
+        url = self._process.stdout.readline().strip()
+        if not url.startswith("http://"):
+            self._process.wait(5)
+            problem = self._process.stderr.read().strip() or "it exited without a word"
+            raise TargetError(f"the mock server did not start: {problem}")
+        return url
+
+    def _stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+        self._process = None

@@ -1,0 +1,171 @@
+"""OpenAI Chat Completions (and every OpenAI-compatible server: vLLM, Ollama, LiteLLM, DeepSeek,
+Qwen, GLM): requests, and streamed or whole replies read with per-token timing."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import orjson
+
+from perfbench.suite import Case
+from perfbench.targets import sse
+from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall
+from perfbench.task import ModelCall
+
+
+class OpenAIChat:
+    name = "openai"
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def opening(self, case: Case) -> Messages:
+        messages: Messages = [{"role": "system", "content": case.system}] if case.system else []
+        if case.input is not None:
+            return [*messages, {"role": "user", "content": case.input}]
+        return [*messages, *({"role": m.role, "content": m.content} for m in case.messages or [])]
+
+    def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": case.temperature,
+        }
+        if case.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in case.tools
+            ]
+        if case.max_tokens is not None:
+            body["max_tokens"] = case.max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # usage arrives in a last chunk
+        return "/chat/completions", body
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key else {}
+
+    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+        if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
+            return _whole(await response.aread())
+        reply = ModelReply()
+        calls: dict[int, ToolCall] = {}
+        text: list[str] = []
+        done = False
+        async with aclosing(sse.events(response.aiter_lines())) as events:
+            async for event in events:
+                if event.data == "[DONE]":
+                    done = True
+                    continue  # drain to the end: breaking out leaves httpx generators half-read
+                chunk = _json(event.data)
+                if "error" in chunk:
+                    raise ModelError("stream_error", _error_message(chunk["error"]))
+                _apply(chunk, reply, calls, text, call)
+        if not done:
+            raise ModelError("malformed_stream", "the stream ended before data: [DONE]")
+        reply.text = "".join(text)
+        reply.tool_calls = [calls[i] for i in sorted(calls)]
+        return reply
+
+    def extend(
+        self, messages: Messages, reply: ModelReply, results: list[tuple[ToolCall, str]]
+    ) -> None:
+        turn: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            turn["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in reply.tool_calls
+            ]
+        messages.append(turn)
+        messages.extend(
+            {"role": "tool", "tool_call_id": c.id, "content": result} for c, result in results
+        )
+
+
+def _apply(
+    chunk: dict[str, Any],
+    reply: ModelReply,
+    calls: dict[int, ToolCall],
+    text: list[str],
+    call: ModelCall,
+) -> None:
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        reply.tokens_in = usage.get("prompt_tokens", reply.tokens_in)
+        reply.tokens_out = usage.get("completion_tokens", reply.tokens_out)
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        if choice.get("finish_reason"):
+            reply.finish = choice["finish_reason"]
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            call.token(content=True)
+            text.append(content)
+        # Reasoning deltas (DeepSeek's reasoning_content, OpenRouter/vLLM's reasoning) carry
+        # tokens too: they count for TTFT and ITL, not for time to first output.
+        if delta.get("reasoning_content") or delta.get("reasoning"):
+            call.token(content=False)
+        for part in delta.get("tool_calls") or ():
+            _tool_delta(part, calls, call)
+
+
+def _tool_delta(part: dict[str, Any], calls: dict[int, ToolCall], call: ModelCall) -> None:
+    index = part.get("index", len(calls))
+    entry = calls.setdefault(index, ToolCall(id="", name=""))
+    entry.id = part.get("id") or entry.id
+    fn = part.get("function") or {}
+    entry.name = fn.get("name") or entry.name
+    arguments = fn.get("arguments")
+    if arguments:
+        entry.arguments += arguments
+    if arguments or fn.get("name"):
+        call.token(content=False)
+
+
+def _whole(raw: bytes) -> ModelReply:
+    doc = _json(raw)
+    try:
+        message = doc["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ModelError("malformed_stream", "reply has no choices[0].message") from exc
+    usage = doc.get("usage") or {}
+    return ModelReply(
+        text=message.get("content") or "",
+        tool_calls=[
+            ToolCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments", ""))
+            for c in message.get("tool_calls") or ()
+        ],
+        tokens_in=usage.get("prompt_tokens"),
+        tokens_out=usage.get("completion_tokens"),
+        finish=doc["choices"][0].get("finish_reason"),
+    )
+
+
+def _json(data: str | bytes) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("malformed_stream", f"chunk is not JSON: {str(data)[:120]!r}") from exc
+    if not isinstance(doc, dict):
+        raise ModelError("malformed_stream", f"chunk is not a JSON object: {str(data)[:120]!r}")
+    return doc
+
+
+def _error_message(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error)[:300]
+    return str(error)[:300]

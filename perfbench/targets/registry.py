@@ -1,0 +1,130 @@
+"""Target strings → targets. Adding a hosted provider is one ``Provider`` entry.
+
+mock | mock:<profile>                in-process mock agent (tests, overhead)
+mock+http | mock+http:<profile>      mock server in a child process, over real HTTP
+<provider>/<model>                   a hosted model in the built-in agent loop
+openai/<model> --base-url URL        any OpenAI-compatible server (vLLM, Ollama, LiteLLM)
+http+agent://host/path               a user's agent behind an HTTP endpoint (http+agents:// for TLS)
+python:package.module:function       a user's async callable
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from perfbench.errors import TargetError
+from perfbench.targets import Target
+from perfbench.targets.chat import ChatApi
+from perfbench.targets.retry import RetryPolicy
+
+
+@dataclass(frozen=True)
+class Provider:
+    api: Literal["openai", "anthropic"]
+    base_url: str
+    key_env: str
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": Provider("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+    "deepseek": Provider("openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "qwen": Provider(
+        "openai", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"
+    ),
+    "zhipu": Provider("openai", "https://open.bigmodel.cn/api/paas/v4", "ZHIPU_API_KEY"),
+}
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    base_url: str | None = None
+    api_key_env: str | None = None
+    stream: bool = True
+    concurrency: int = 1
+    seed: int = 0
+    retries: int = 3
+
+
+def resolve(spec: str, options: TargetOptions | None = None) -> Target:
+    options = options or TargetOptions()
+    kind, _, arg = spec.partition(":")
+    if kind == "mock":
+        from perfbench.mock.profile import load_profile
+        from perfbench.targets.mock import MockAgent
+
+        return MockAgent(load_profile(arg or "default"), profile_name=arg or "default")
+    if kind == "mock+http":
+        from perfbench.mock.profile import load_profile
+        from perfbench.targets.mock_http import MockHttp
+
+        load_profile(arg or "default")  # a bad profile fails here, before a process starts
+        return MockHttp(
+            arg or "default",
+            seed=options.seed,
+            concurrency=options.concurrency,
+            stream=options.stream,
+            retry=RetryPolicy(max_retries=options.retries),
+        )
+    if kind == "python":
+        from perfbench.targets.python_callable import PythonCallable
+
+        return PythonCallable(arg)
+    if kind in ("http+agent", "http+agents"):
+        from perfbench.targets.agent_http import HttpAgent
+
+        scheme = "https" if kind == "http+agents" else "http"
+        return HttpAgent(f"{scheme}:{arg}", concurrency=options.concurrency)
+    if "/" in spec:
+        return _model(spec, options)
+    raise TargetError(_unknown(spec))
+
+
+def _model(spec: str, options: TargetOptions) -> Target:
+    from perfbench.targets.agent import ModelAgent
+
+    provider_name, _, model = spec.partition("/")
+    provider = PROVIDERS.get(provider_name)
+    if provider is None or not model:
+        raise TargetError(_unknown(spec))
+    key = _key(provider_name, provider, options)
+    api = _api(provider.api, model)
+    return ModelAgent(
+        api,
+        options.base_url or provider.base_url,
+        name=spec,
+        key=key,
+        stream=options.stream,
+        retry=RetryPolicy(max_retries=options.retries),
+        concurrency=options.concurrency,
+    )
+
+
+def _api(kind: str, model: str) -> ChatApi:
+    from perfbench.targets.anthropic_messages import AnthropicMessages
+    from perfbench.targets.openai_chat import OpenAIChat
+
+    return AnthropicMessages(model) if kind == "anthropic" else OpenAIChat(model)
+
+
+def _key(name: str, provider: Provider, options: TargetOptions) -> str | None:
+    env = options.api_key_env or provider.key_env
+    key = os.environ.get(env)
+    if key:
+        return key
+    if options.base_url and not options.api_key_env:
+        return None  # a self-hosted server (vLLM, Ollama) usually needs no key
+    raise TargetError(
+        f"{env} is not set: the {name} target needs an API key. Export it "
+        f"(export {env}=...), or name another variable with --api-key-env NAME."
+    )
+
+
+def _unknown(spec: str) -> str:
+    known = ", ".join(f"{p}/<model>" for p in PROVIDERS)
+    return (
+        f"unknown target '{spec}'. Known: mock[:profile], mock+http[:profile], {known}, "
+        "http+agent://host/path, python:module:function"
+    )

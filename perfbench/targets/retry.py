@@ -1,0 +1,113 @@
+"""When to retry a refused model call, and how long to wait first.
+
+429 and 5xx answers are retried up to ``max_retries`` times, never sooner than the server asks:
+``retry-after-ms``, ``retry-after`` (seconds or an HTTP date), gateways' prefixed
+``*-retry-after`` variants, and otherwise the providers' reset headers for an exhausted limit
+(OpenAI ``x-ratelimit-reset-*`` durations such as ``6m0s``; Anthropic
+``anthropic-ratelimit-*-reset`` times). Without any of those: exponential backoff with jitter.
+Pure functions; the caller sleeps."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 3
+    base_s: float = 0.5  # first backoff without a server hint; doubles each attempt
+    cap_s: float = 60.0
+    jitter: float = 0.2  # waits are stretched by up to this fraction, never shortened
+
+    def should_retry(self, status: int, attempt: int) -> bool:
+        return status in RETRYABLE and attempt < self.max_retries
+
+    def delay(
+        self,
+        attempt: int,
+        headers: Mapping[str, str],
+        rng: random.Random,
+        now: datetime | None = None,
+    ) -> float | None:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0), or
+        None when the server asks for more than ``cap_s``: give up rather than retry early."""
+        asked = server_wait(headers, now or datetime.now(UTC))
+        if asked is None:
+            backoff = min(self.cap_s, self.base_s * 2.0**attempt)
+            return backoff * (1 + self.jitter * rng.random())
+        if asked > self.cap_s:
+            return None
+        return asked * (1 + self.jitter * rng.random())
+
+
+def server_wait(headers: Mapping[str, str], now: datetime) -> float | None:
+    """How long the server asked the client to wait, in seconds, or None if it did not say."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lower:
+        ms = _number(lower["retry-after-ms"])
+        if ms is not None:
+            return ms / 1000
+    for name, value in lower.items():
+        if name == "retry-after" or name.endswith("-retry-after"):
+            found = _seconds_or_date(value, now)
+            if found is not None:
+                return found
+    return _reset_wait(lower, now)
+
+
+def _reset_wait(headers: dict[str, str], now: datetime) -> float | None:
+    """The reset time of each exhausted limit (remaining 0); the longest wins."""
+    waits = []
+    for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
+        if headers.get(f"x-ratelimit-remaining-{kind}") == "0":
+            wait = _duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
+            if wait is not None:
+                waits.append(wait)
+        if headers.get(f"anthropic-ratelimit-{kind}-remaining") == "0":
+            wait = _seconds_or_date(headers.get(f"anthropic-ratelimit-{kind}-reset", ""), now)
+            if wait is not None:
+                waits.append(wait)
+    return max(waits) if waits else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _seconds_or_date(text: str, now: datetime) -> float | None:
+    seconds = _number(text)
+    if seconds is not None:
+        return seconds
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(text: str) -> float | None:
+    """OpenAI's durations: ``1s``, ``120ms``, ``6m0s``, ``1h2m3.5s``."""
+    parts = _PART.findall(text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        return None
+    return sum(float(n) * _UNIT[u] for n, u in parts)

@@ -1,0 +1,89 @@
+"""The built-in agent loop over real HTTP against the mock server in a child process, for both
+wire formats at 16 tasks in flight: every step of a 3-tool task is recorded, and TTFT, gaps and
+latency agree with what the profile dictates (coarsely here; precisely in `make bench`)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import anyio
+import pytest
+
+from perfbench.recorder import Recorder
+from perfbench.runner import Plan, Runner
+from perfbench.sample import Sample
+from perfbench.stats import Summarizer
+from perfbench.suite import load_suite
+from perfbench.targets.agent import ModelAgent
+from perfbench.targets.anthropic_messages import AnthropicMessages
+from perfbench.targets.chat import ChatApi
+from perfbench.targets.openai_chat import OpenAIChat
+from tests.conftest import mock_process, write_suite
+
+PROFILE = """
+ttft_ms: 50
+itl_ms: 10
+output_chars: 80
+models: {sim: {tokens_per_char: {default: 0.25}}}
+"""
+# Three tools without parameters: each tool call is the one-token arguments `{}` (50 ms);
+# the tools take 60 + 150 + 250 ms; the answer is 20 tokens (50 + 19 × 10 ms).
+SUITE = """
+cases:
+  - id: three-tools
+    language: en
+    input: Find the customer, list the orders, open a return.
+    tools:
+      - {name: find_customer, result: C-1, latency_ms: 60}
+      - {name: list_orders, result: A-1, latency_ms: 150}
+      - {name: create_return, result: RT-1, latency_ms: 250}
+    expect: {tool_calls: [find_customer, list_orders, create_return]}
+"""
+EXPECTED_E2E = 3 * 0.050 + 0.060 + 0.150 + 0.250 + 0.050 + 19 * 0.010
+
+
+@pytest.mark.parametrize("api_kind", ["openai", "anthropic"])
+def test_agent_loop_timings_match_the_profile_at_16_in_flight(
+    tmp_path: Path, api_kind: str
+) -> None:
+    profile = tmp_path / "fixed.yaml"
+    profile.write_text(PROFILE)
+    suite = load_suite([write_suite(tmp_path / "s.yaml", SUITE)])
+    samples: list[Sample] = []
+
+    async def measure(url: str) -> None:
+        api: ChatApi = OpenAIChat("m") if api_kind == "openai" else AnthropicMessages("m")
+        agent = ModelAgent(
+            api, url + "/v1", name=f"{api_kind}/m", concurrency=16, seed_headers=True
+        )
+        recorder = Recorder(Summarizer({"three-tools": 60.0}), observers=[samples.append])
+        plan = Plan(runs=1, warmup=1, repeat=16, concurrency=16)
+        try:
+            await Runner(suite, agent, plan, recorder).run()
+        finally:
+            await agent.aclose()
+
+    with mock_process(profile) as url:
+        anyio.run(measure, url)
+    measured = [s for s in samples if s.phase == "measured"]
+    assert len(measured) == 16 and {s.status for s in measured} == {"ok"}
+    for s in measured:
+        assert (s.model_calls, s.tool_calls, s.expect_ok) == (4, 3, True)
+        assert [st.kind for st in s.steps] == ["model", "tool"] * 3 + ["model"]
+        assert [st.name for st in s.steps if st.kind == "tool"] == [
+            "find_customer",
+            "list_orders",
+            "create_return",
+        ]
+    med = statistics.median
+    tools = [st.duration for s in measured for st in s.steps if st.kind == "tool"]
+    # Coarse bounds only: they catch a wrong definition (a TTFT taken from the role-only
+    # first chunk would be ~0) or a missing sleep, not machine noise. The precision of these
+    # figures is measured by `make bench` (tests/bench/latency_error.py), not asserted here.
+    assert 0.060 <= med(tools[0::3]) < 0.060 + 0.060
+    assert 0.150 <= med(tools[1::3]) < 0.150 + 0.060
+    assert 0.250 <= med(tools[2::3]) < 0.250 + 0.060
+    assert 0.048 < med(s.ttft for s in measured) < 0.070  # type: ignore[misc]
+    assert 0.007 < med(s.itl_mean for s in measured) < 0.013  # type: ignore[misc]
+    assert EXPECTED_E2E <= med(s.latency for s in measured) < EXPECTED_E2E + 0.200
