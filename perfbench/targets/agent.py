@@ -15,6 +15,7 @@ import orjson
 from perfbench.clock import sleep_until
 from perfbench.sample import Sample, Status
 from perfbench.suite import Case
+from perfbench.targets import pool
 from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
 from perfbench.targets.pool import Pool
 from perfbench.targets.retry import RetryPolicy
@@ -131,6 +132,7 @@ class ModelAgent:
                 call.sent()
 
         timeout = httpx.Timeout(connect=10.0, read=task.case.timeout_s, write=10.0, pool=None)
+        token = pool.on_sent.set(call.sent)  # for transports without httpx's trace hook
         try:
             async with (
                 self._pool.client() as client,
@@ -157,6 +159,8 @@ class ModelAgent:
             raise ModelError("connection_dropped", f"connection dropped: {exc}") from exc
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
             raise ModelError("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
+        finally:
+            pool.on_sent.reset(token)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
