@@ -23,6 +23,7 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
             "more to mean much. Use --runs 5 (the default) for release comparisons."
         )
     notes.extend(_failures(runs))
+    notes.extend(_open_loop(runs))
     notes.extend(_tail_resolution(summary))
     notes.extend(_spread(summary))
     return notes
@@ -47,6 +48,21 @@ def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
         yield (
             f"{mismatch} task(s) did not make the tool calls their case expects; they are "
             "measured but counted as not matching."
+        )
+
+
+def _open_loop(runs: list[Mapping[str, Any]]) -> Iterable[str]:
+    late = sum(r["overall"].get("late", 0) for r in runs)
+    dropped = sum(r["overall"].get("dropped", 0) for r in runs)
+    if late:
+        yield (
+            f"{late} open-loop task(s) started more than 2 ms after their schedule: the client "
+            "could not keep up. Lower --rate, or see the scheduler lag in summary.json."
+        )
+    if dropped:
+        yield (
+            f"{dropped} open-loop task(s) were dropped at --max-in-flight: the target could not "
+            "keep up with --rate. Their count is the finding; raise the cap to see queueing."
         )
 
 

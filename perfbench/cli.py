@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import typer
@@ -21,6 +21,7 @@ from rich.text import Text
 from perfbench import __version__, store
 from perfbench.advice import advise
 from perfbench.errors import PerfbenchError
+from perfbench.load import Adaptive, Load, Rate
 from perfbench.report import console as tables
 from perfbench.runner import Plan
 from perfbench.sample import Phase
@@ -149,6 +150,42 @@ def run(
         int, typer.Option("--concurrency", "-c", min=1, help="Tasks in flight at once.")
     ] = 1,
     seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="Open loop: start tasks at this rate (tasks/s) whatever is "
+            "in flight; latency is also reported from each task's intended start.",
+        ),
+    ] = None,
+    arrival: Annotated[
+        str, typer.Option(help="Open-loop arrivals: constant or poisson (seeded).")
+    ] = "constant",
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="Open loop: seconds per run (default: one pass over the suite × --repeat).",
+        ),
+    ] = None,
+    max_in_flight: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Open loop: tasks beyond this many in flight are dropped and "
+            "counted, never silently delayed.",
+        ),
+    ] = None,
+    adaptive: Annotated[
+        bool, typer.Option(help="Adaptive concurrency: AIMD on 429s (slow start, ×--decrease).")
+    ] = False,
+    max_concurrency: Annotated[
+        int, typer.Option(min=1, help="Adaptive: upper bound of the limit.")
+    ] = 256,
+    start: Annotated[int, typer.Option(min=1, help="Adaptive: starting limit.")] = 1,
+    decrease: Annotated[
+        float, typer.Option(min=0.1, max=0.99, help="Adaptive: factor applied per 429 episode.")
+    ] = 0.8,
     label: Annotated[
         str | None, typer.Option(help="A release or build name, e.g. v1.4.0; used by compare.")
     ] = None,
@@ -163,6 +200,9 @@ def run(
     """
     with _errors():
         suite = load_suite(cases)
+        shape = _load_shape(
+            rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease
+        )
         options = TargetOptions(
             base_url=base_url,
             api_key_env=api_key_env,
@@ -174,7 +214,14 @@ def run(
         session = Session(
             suite,
             resolve(target, options),
-            Plan(runs=runs, warmup=warmup, repeat=repeat, concurrency=concurrency, seed=seed),
+            Plan(
+                runs=runs,
+                warmup=warmup,
+                repeat=repeat,
+                concurrency=concurrency,
+                seed=seed,
+                load=shape,
+            ),
             out_root=out_dir,
             label=label,
             on_pass=None if quiet else _pass_printer(suite, runs),
@@ -184,6 +231,30 @@ def run(
     out.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
     if result.interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _load_shape(
+    rate: float | None,
+    arrival: str,
+    duration: float | None,
+    max_in_flight: int | None,
+    adaptive: bool,
+    maximum: int,
+    start: int,
+    decrease: float,
+) -> Load | None:
+    if rate is not None and adaptive:
+        raise typer.BadParameter("choose one load shape: --rate (open loop) or --adaptive")
+    if arrival not in ("constant", "poisson"):
+        raise typer.BadParameter("--arrival takes constant or poisson")
+    if rate is not None:
+        kind: Literal["constant", "poisson"] = "poisson" if arrival == "poisson" else "constant"
+        return Rate(rate, kind, duration, max_in_flight)
+    if duration is not None or max_in_flight is not None:
+        raise typer.BadParameter("--duration and --max-in-flight go with --rate")
+    if adaptive:
+        return Adaptive(start=start, maximum=maximum, decrease=decrease)
+    return None
 
 
 async def _run_with_sigint(session: Session) -> RunResult:

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 import anyio
 import anyio.lowlevel
 
-from perfbench.clock import Clock, bind, default_clock, loop_clock
+from perfbench.clock import Clock, bind, default_clock, loop_clock, sleep_until
+from perfbench.load import Adaptive, Load, Rate
+from perfbench.load.adaptive import Aimd
+from perfbench.load.arrivals import schedule
 from perfbench.recorder import Recorder
 from perfbench.sample import Phase, Sample
 from perfbench.suite import Case, Suite
@@ -30,8 +33,9 @@ class Plan:
     runs: int = 5
     warmup: int = 1
     repeat: int = 1
-    concurrency: int = 1
+    concurrency: int = 1  # the fixed closed-loop shape, used when ``load`` is None
     seed: int = 0
+    load: Load | None = None
 
     def passes(self) -> list[tuple[Phase, int]]:
         warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
@@ -70,6 +74,9 @@ class Runner:
         self._stopped = False
         self._done = 0
         self.t0 = 0.0
+        shape = plan.load
+        self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
+        self._gate: anyio.CapacityLimiter | None = None
 
     def stop(self) -> None:
         """Cancel the run: tasks in flight are recorded as cancelled, nothing new starts."""
@@ -80,6 +87,8 @@ class Runner:
     async def run(self) -> Outcome:
         self.clock = bind(self.clock)
         self.t0 = self.clock()
+        if self.aimd is not None:
+            self._gate = anyio.CapacityLimiter(self.aimd.limit)
         with anyio.CancelScope() as self._scope:
             for phase, index in self.plan.passes():
                 if self._stopped:
@@ -91,13 +100,67 @@ class Runner:
         todo = [(c, i) for c in self.suite.cases for i in range(self.plan.repeat)]
         if self.on_pass is not None:
             self.on_pass(phase, index, len(todo))
-        queue = iter(todo)
         try:
-            async with anyio.create_task_group() as tg:
-                for _ in range(min(self.plan.concurrency, len(todo))):
-                    tg.start_soon(self._worker, queue, phase, index)
+            if isinstance(self.plan.load, Rate):
+                await self._open_loop(self.plan.load, todo, phase, index)
+            else:
+                queue = iter(todo)
+                workers = self.aimd.shape.maximum if self.aimd else self.plan.concurrency
+                async with anyio.create_task_group() as tg:
+                    for _ in range(min(workers, len(todo))):
+                        tg.start_soon(self._worker, queue, phase, index)
         finally:
             self.recorder.pass_finished(phase, index)
+
+    async def _open_loop(
+        self, rate: Rate, todo: list[tuple[Case, int]], phase: Phase, index: int
+    ) -> None:
+        """Start each task at its scheduled time, whatever is in flight (no coordinated
+        omission): a task that could not start because of ``max_in_flight`` is recorded as
+        dropped; how late each one started is on its sample (start − scheduled)."""
+        count = rate.count(len(todo))
+        offsets = schedule(
+            rate.per_second, rate.arrival, count, f"{self.plan.seed}|{phase}|{index}"
+        )
+        seen: dict[str, int] = {}
+        base = self.clock()
+        async with anyio.create_task_group() as tg:
+            for (case, _), offset in zip(itertools.cycle(todo), offsets, strict=False):
+                iteration = seen[case.id] = seen.get(case.id, -1) + 1
+                intended = base + offset
+                await sleep_until(self.clock, intended)
+                if rate.max_in_flight is not None and self.in_flight >= rate.max_in_flight:
+                    self._drop(case, phase, index, iteration, intended)
+                    continue
+                tg.start_soon(self._one_shot, case, phase, index, iteration, intended)
+
+    def _drop(self, case: Case, phase: Phase, run: int, iteration: int, intended: float) -> None:
+        task = Task(case, phase, run, iteration, self.plan.seed, self.clock, self.t0)
+        task.scheduled = intended - self.t0
+        task.begin()
+        sample = task.sample(
+            "dropped", error_kind="dropped", error="not started: max_in_flight tasks were in flight"
+        )
+        self.recorder.record(sample)
+
+    async def _one_shot(
+        self, case: Case, phase: Phase, run: int, iteration: int, intended: float
+    ) -> None:
+        task = self._start(case, phase, run, iteration)
+        task.scheduled = intended - self.t0
+        try:
+            with anyio.move_on_after(case.timeout_s):
+                self._finish(await self._attempt(task))
+                return
+            timeout = case.timeout_s
+            self._finish(
+                task.sample(
+                    "timeout", error_kind="timeout", error=f"no result within {timeout:g} s"
+                )
+            )
+        except anyio.get_cancelled_exc_class():
+            self._finish(task.sample("cancelled", error_kind="cancelled"))
+            raise
 
     async def _worker(self, queue: Iterator[tuple[Case, int]], phase: Phase, index: int) -> None:
         # One shared iterator feeds every worker: next() runs between awaits, so no lock needed.
@@ -109,12 +172,19 @@ class Runner:
             while True:
                 with anyio.CancelScope() as limit:
                     for case, iteration in queue:
-                        task = self._start(case, phase, index, iteration)
-                        limit.deadline = deadline_clock() + case.timeout_s
-                        sample = await self._attempt(task)
-                        limit.deadline = math.inf
-                        task = None
-                        self._finish(sample)
+                        if self._gate is not None:  # adaptive: wait for a free slot
+                            await self._gate.acquire()
+                            await self._respect_hold()
+                        try:
+                            task = self._start(case, phase, index, iteration)
+                            limit.deadline = deadline_clock() + case.timeout_s
+                            sample = await self._attempt(task)
+                            limit.deadline = math.inf
+                            task = None
+                            self._finish(sample)
+                        finally:
+                            if self._gate is not None:
+                                self._gate.release()
                         await self._fair_share()
                     return
                 if task is not None:  # the deadline fired: that task timed out
@@ -130,6 +200,11 @@ class Runner:
                 self._finish(task.sample("cancelled", error_kind="cancelled"))
             raise
 
+    async def _respect_hold(self) -> None:
+        """After a rate-limit episode, start nothing until the server's wait is over."""
+        if self.aimd is not None:
+            await sleep_until(self.clock, self.t0 + self.aimd.hold_until)
+
     def _start(self, case: Case, phase: Phase, run: int, iteration: int) -> Task:
         task = Task(case, phase, run, iteration, self.plan.seed, self.clock, self.t0)
         self.in_flight += 1
@@ -140,6 +215,10 @@ class Runner:
     def _finish(self, sample: Sample) -> None:
         self.in_flight -= 1
         self.recorder.record(sample)
+        if self.aimd is not None and sample.status != "cancelled":
+            limit = self.aimd.observe(sample)
+            if self._gate is not None and self._gate.total_tokens != limit:
+                self._gate.total_tokens = limit
 
     async def _attempt(self, task: Task) -> Sample:
         try:

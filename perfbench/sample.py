@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Status = Literal["ok", "error", "timeout", "rate_limited", "cancelled"]
+Status = Literal["ok", "error", "timeout", "rate_limited", "cancelled", "dropped"]
 Phase = Literal["warmup", "measured"]
-STATUSES: tuple[Status, ...] = ("ok", "error", "timeout", "rate_limited", "cancelled")
+STATUSES: tuple[Status, ...] = ("ok", "error", "timeout", "rate_limited", "cancelled", "dropped")
 
 
 @dataclass(slots=True)
@@ -79,6 +79,7 @@ class Sample:
     http_status: int | None = None
     retries: int = 0
     throttled: int = 0  # 429 answers received (each retried or, at the end, the failure)
+    retry_after: float | None = None  # what the last refusal asked to wait, in seconds
     concurrency: int = 0
 
     @property
@@ -124,6 +125,7 @@ class Sample:
             "http_status": self.http_status,
             "retries": self.retries,
             "throttled": self.throttled,
+            "retry_after": self.retry_after,
             "concurrency": self.concurrency,
             "steps": [s.to_json() for s in self.steps],
         }

@@ -14,6 +14,7 @@ from typing import Any
 
 from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
+from perfbench.load import Adaptive
 from perfbench.recorder import Observer, Recorder
 from perfbench.runner import PassHook, Plan, Runner
 from perfbench.stats import Summarizer, headline
@@ -73,6 +74,11 @@ class Session:
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
+            if self.runner.aimd is not None:
+                summary["adaptive"] = {
+                    "history": self.runner.aimd.history,
+                    "converged_limit": self.runner.aimd.converged(),
+                }
             meta.update(
                 status=status,
                 finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -115,7 +121,7 @@ class Session:
                 ],
             },
             "target": self.target.name,
-            "load": {"shape": "fixed", "concurrency": self.plan.concurrency},
+            "load": _load(self.plan),
             "plan": asdict(self.plan),
             "perfbench_version": __version__,
             "packages": host.package_versions(),
@@ -131,3 +137,11 @@ async def _open(target: Target, stack: AsyncExitStack) -> None:
     aclose = getattr(target, "aclose", None)
     if aclose is not None:
         stack.push_async_callback(aclose)
+
+
+def _load(plan: Plan) -> dict[str, Any]:
+    shape = plan.load
+    if shape is None:
+        return {"shape": "fixed", "concurrency": plan.concurrency}
+    kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
+    return {"shape": kind, **asdict(shape)}

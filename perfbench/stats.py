@@ -23,6 +23,7 @@ from perfbench.sample import STATUSES, Sample
 
 SCHEMA = 1
 Metrics = dict[str, Any]
+LATE_S = 0.002  # an open-loop task that started this much after its schedule counts as late
 
 
 @dataclass
@@ -33,6 +34,11 @@ class _Group:
     latency: Histogram = field(default_factory=Histogram)
     latency_all: Histogram = field(default_factory=Histogram)
     ttft: Histogram = field(default_factory=Histogram)
+    latency_intended: Histogram = field(default_factory=Histogram)  # open loop: from schedule
+    lag: Histogram = field(default_factory=Histogram)  # open loop: start − scheduled start
+    late: int = 0
+    throttled: int = 0
+    retries: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     with_tokens: int = 0
@@ -45,8 +51,16 @@ class _Group:
 
     def add(self, s: Sample, timeout: float) -> None:
         self.counts[s.status] += 1
-        if s.status == "cancelled":
-            return  # interrupted by the operator: neither a success nor a failure of the target
+        if s.scheduled is not None:
+            lag = s.start - s.scheduled
+            self.lag.add(lag)
+            self.late += lag > LATE_S
+        if s.status in ("cancelled", "dropped"):
+            # Stopped by the operator, or never started (open loop over max_in_flight):
+            # counted, but neither a success nor a failure of the target.
+            return
+        self.throttled += s.throttled
+        self.retries += s.retries
         if s.start < self.first_start:
             self.first_start = s.start
         if s.end > self.last_end:
@@ -55,6 +69,8 @@ class _Group:
         if s.status == "ok":
             self.latency.add(latency)
             self.latency_all.add(latency)
+            if s.scheduled is not None:
+                self.latency_intended.add(s.end - s.scheduled)
         else:
             self.latency_all.add(latency if latency > timeout else timeout)
         if s.ttft is not None:
@@ -74,6 +90,11 @@ class _Group:
         self.latency.merge(other.latency)
         self.latency_all.merge(other.latency_all)
         self.ttft.merge(other.ttft)
+        self.latency_intended.merge(other.latency_intended)
+        self.lag.merge(other.lag)
+        self.late += other.late
+        self.throttled += other.throttled
+        self.retries += other.retries
         self.tokens_in += other.tokens_in
         self.tokens_out += other.tokens_out
         self.with_tokens += other.with_tokens
@@ -85,7 +106,7 @@ class _Group:
         self.last_end = max(self.last_end, other.last_end)
 
     def finish(self, window: float) -> Metrics:
-        tasks = sum(n for k, n in self.counts.items() if k != "cancelled")
+        tasks = sum(n for k, n in self.counts.items() if k not in ("cancelled", "dropped"))
         ok = self.counts["ok"]
         return {
             "tasks": tasks,
@@ -95,6 +116,12 @@ class _Group:
             "latency": self.latency.summary(),
             "latency_all": self.latency_all.summary(),
             "ttft": self.ttft.summary(),
+            "latency_intended": self.latency_intended.summary(),
+            "schedule_lag": self.lag.summary(),
+            "late": self.late,
+            "throttled": self.throttled,
+            "throttle_rate": self.throttled / tasks if tasks else None,
+            "retries": self.retries,
             "tokens_in": _per(self.tokens_in, self.with_tokens),
             "tokens_out": _per(self.tokens_out, self.with_tokens),
             "tokens_estimated": self.tokens_estimated,

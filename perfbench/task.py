@@ -34,6 +34,7 @@ class Task:
     http_status: int | None = None
     retries: int = 0
     throttled: int = 0
+    retry_after: float | None = None
     _gaps: int = 0
     _gap_sum: float = 0.0
     _gap_max: float = 0.0
@@ -116,6 +117,7 @@ class Task:
             http_status=self.http_status,
             retries=self.retries,
             throttled=self.throttled,
+            retry_after=self.retry_after,
             concurrency=self.concurrency,
         )
 

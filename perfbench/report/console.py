@@ -131,6 +131,21 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
         parts.append(f"P95 {seconds(p['median'])} ({seconds(p['min'])}–{seconds(p['max'])})")
     if "error_rate" in overall:
         parts.append(f"errors {overall['error_rate']['median']:.1%}")
+    if overall.get("throttle_rate", {}).get("max"):
+        parts.append(f"429s {overall['throttle_rate']['median']:.1%} of tasks")
     if parts:
         lines.append(" · ".join(parts))
+    if "latency_intended.p95" in overall:
+        lag = overall.get("schedule_lag.p99", {}).get("median")
+        intended = overall["latency_intended.p95"]["median"]
+        lines.append(
+            f"open loop: P95 from intended start {seconds(intended)}"
+            f" · scheduler lag P99 {seconds(lag)}"
+        )
+    adaptive = summary.get("adaptive")
+    if adaptive and adaptive.get("converged_limit") is not None:
+        lines.append(
+            f"adaptive: converged limit {adaptive['converged_limit']:.1f} "
+            f"({len(adaptive['history'])} changes)"
+        )
     return Text("\n".join(lines))

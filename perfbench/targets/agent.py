@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -18,7 +19,7 @@ from perfbench.suite import Case
 from perfbench.targets import pool
 from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
 from perfbench.targets.pool import Pool
-from perfbench.targets.retry import RetryPolicy
+from perfbench.targets.retry import RetryPolicy, server_wait
 from perfbench.task import ModelCall, Task
 
 _MS = 1e-3
@@ -115,6 +116,7 @@ class ModelAgent:
             if self.retry.should_retry(status, attempt):
                 delay = self.retry.delay(attempt, retry_headers, rng)
             if delay is None:
+                task.retry_after = server_wait(retry_headers, datetime.now(UTC))
                 kind = "rate_limited" if status == 429 else f"http_{status}"
                 message = self._redact(_http_message(status, retry_headers))
                 raise ModelError(kind, message, status=status)

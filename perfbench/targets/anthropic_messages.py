@@ -11,7 +11,7 @@ import orjson
 
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall
+from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall, json_object
 from perfbench.task import ModelCall
 
 VERSION = "2023-06-01"
@@ -69,7 +69,7 @@ class AnthropicMessages:
         stopped = False
         async with aclosing(sse.events(response.aiter_lines())) as events:
             async for event in events:
-                doc = _json(event.data)
+                doc = json_object(event.data)
                 kind = doc.get("type")
                 if kind == "error":
                     message = str((doc.get("error") or {}).get("message"))
@@ -150,7 +150,7 @@ def _input(call: ToolCall) -> Any:
 
 
 def _whole(raw: bytes) -> ModelReply:
-    doc = _json(raw)
+    doc = json_object(raw)
     content = doc.get("content")
     if not isinstance(content, list):
         raise ModelError("malformed_stream", "reply has no content list")
@@ -166,13 +166,3 @@ def _whole(raw: bytes) -> ModelReply:
         tokens_out=usage.get("output_tokens"),
         finish=doc.get("stop_reason"),
     )
-
-
-def _json(data: str | bytes) -> dict[str, Any]:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ModelError("malformed_stream", f"event is not JSON: {str(data)[:120]!r}") from exc
-    if not isinstance(doc, dict):
-        raise ModelError("malformed_stream", f"event is not a JSON object: {str(data)[:120]!r}")
-    return doc

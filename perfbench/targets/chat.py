@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+import orjson
 
 from perfbench.suite import Case
 from perfbench.task import ModelCall
@@ -66,5 +67,12 @@ class ChatApi(Protocol):
         ...
 
 
-def text_of(content: Any) -> str:
-    return content if isinstance(content, str) else ""
+def json_object(data: str | bytes) -> dict[str, Any]:
+    """A JSON object from a chunk or body, or a ``malformed_stream`` error quoting it."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ModelError("malformed_stream", f"not JSON: {str(data)[:120]!r}") from exc
+    if not isinstance(doc, dict):
+        raise ModelError("malformed_stream", f"not a JSON object: {str(data)[:120]!r}")
+    return doc

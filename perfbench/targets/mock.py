@@ -7,7 +7,8 @@ when the reply is a tool call, runs the case's tool with its canned latency and 
 from __future__ import annotations
 
 from perfbench.clock import sleep_until
-from perfbench.mock.profile import Profile
+from perfbench.mock.limiter import Limiter
+from perfbench.mock.profile import Profile, RateLimits
 from perfbench.mock.simulator import Reply, Simulator, ToolSpec, Turn
 from perfbench.sample import Sample
 from perfbench.suite import Case
@@ -31,6 +32,13 @@ class MockAgent:
         self.simulator = Simulator(profile)
         self._name = f"mock:{profile_name}"
         self._tools: dict[str, tuple[ToolSpec, ...]] = {}
+        self._limits: Limiter | None = None
+
+    def _limiter(self, task: Task) -> Limiter | None:
+        """The profile's rate limits, on the run's clock (made on first use, in the loop)."""
+        if self._limits is None and self.profile.rate_limits != RateLimits():
+            self._limits = Limiter(self.profile.rate_limits, task.clock)
+        return self._limits
 
     @property
     def name(self) -> str:
@@ -53,7 +61,22 @@ class MockAgent:
                 case=case.id,
             )
             reply = self.simulator.reply(turn)
-            failed = await self._receive(task, reply, len(messages))
+            limiter = self._limiter(task)
+            if limiter is not None:
+                quota = limiter.admit(reply.prompt_tokens + reply.completion_tokens)
+                if not quota.admitted:  # what a 429 would be, without the retry
+                    task.throttled += 1
+                    task.retry_after = quota.retry_after
+                    return task.sample(
+                        "rate_limited",
+                        error_kind="rate_limited",
+                        error=f"simulated 429: {quota.reason} limit",
+                    )
+            try:
+                failed = await self._receive(task, reply, len(messages))
+            finally:
+                if limiter is not None:
+                    limiter.release()
             if failed is not None:
                 return failed
             messages.append(reply.text)

@@ -7,11 +7,10 @@ from contextlib import aclosing
 from typing import Any
 
 import httpx
-import orjson
 
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall
+from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall, json_object
 from perfbench.task import ModelCall
 
 
@@ -67,7 +66,7 @@ class OpenAIChat:
                 if event.data == "[DONE]":
                     done = True
                     continue  # drain to the end: breaking out leaves httpx generators half-read
-                chunk = _json(event.data)
+                chunk = json_object(event.data)
                 if "error" in chunk:
                     raise ModelError("stream_error", _error_message(chunk["error"]))
                 _apply(chunk, reply, calls, text, call)
@@ -137,7 +136,7 @@ def _tool_delta(part: dict[str, Any], calls: dict[int, ToolCall], call: ModelCal
 
 
 def _whole(raw: bytes) -> ModelReply:
-    doc = _json(raw)
+    doc = json_object(raw)
     try:
         message = doc["choices"][0]["message"]
     except (KeyError, IndexError, TypeError) as exc:
@@ -153,16 +152,6 @@ def _whole(raw: bytes) -> ModelReply:
         tokens_out=usage.get("completion_tokens"),
         finish=doc["choices"][0].get("finish_reason"),
     )
-
-
-def _json(data: str | bytes) -> dict[str, Any]:
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ModelError("malformed_stream", f"chunk is not JSON: {str(data)[:120]!r}") from exc
-    if not isinstance(doc, dict):
-        raise ModelError("malformed_stream", f"chunk is not a JSON object: {str(data)[:120]!r}")
-    return doc
 
 
 def _error_message(error: Any) -> str:

@@ -36,7 +36,15 @@ async def test_session_writes_a_complete_run_directory(
     meta = json.loads((result.run_dir / store.META).read_text())
     assert meta["status"] == "completed"
     assert meta["suite"]["digest"] == example_suite.digest
-    assert meta["plan"] == {"runs": 2, "warmup": 1, "repeat": 1, "concurrency": 4, "seed": 0}
+    assert meta["plan"] == {
+        "runs": 2,
+        "warmup": 1,
+        "repeat": 1,
+        "concurrency": 4,
+        "seed": 0,
+        "load": None,
+    }
+    assert meta["load"] == {"shape": "fixed", "concurrency": 4}
     assert meta["headline"]["tasks"] == 32 and meta["headline"]["ok"] == 32
     samples = list(store.read_samples(result.run_dir))
     assert len(samples) == 48

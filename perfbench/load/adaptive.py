@@ -1,0 +1,78 @@
+"""AIMD concurrency control on rate-limit feedback.
+
+Slow start: the limit doubles after each clean round (``limit`` successful tasks that started
+under the current limit) until the first rate-limit episode. Then each episode multiplies the
+limit by ``decrease`` once, and for ``max(cooldown_s, Retry-After)`` nothing new starts and the
+limit does not grow; then growth resumes one step per clean round. Other failures (5xx,
+timeouts) reset the round: they pause growth but are not rate limits. Pure: samples in, limit
+out; the runner applies the limit and the hold."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from perfbench.load import Adaptive
+from perfbench.sample import Sample
+
+
+@dataclass
+class Aimd:
+    shape: Adaptive
+    limit: int = 0
+    slow_start: bool = True
+    history: list[tuple[float, int]] = field(default_factory=list)  # (time, new limit)
+    _since: float = float("-inf")  # tasks started before this ran under an older limit
+    _hold_until: float = float("-inf")
+    _clean: int = 0
+
+    def __post_init__(self) -> None:
+        self.limit = max(1, min(self.shape.start, self.shape.maximum))
+        self.history.append((0.0, self.limit))  # sample times count from the run's start
+
+    def observe(self, sample: Sample) -> int:
+        """Update on one finished task; returns the (possibly new) limit."""
+        now = sample.end
+        if sample.throttled or sample.status == "rate_limited":
+            if now >= self._hold_until:  # a new episode
+                self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
+                self.slow_start = False
+                wait = max(self.shape.cooldown_s, sample.retry_after or 0.0)
+                self._hold_until = now + wait
+            return self.limit
+        if sample.status != "ok":
+            self._clean = 0
+            return self.limit
+        if sample.start < self._since:
+            return self.limit  # it ran under an older limit: says nothing about this one
+        self._clean += 1
+        if self._clean >= self.limit and now >= self._hold_until:
+            grown = self.limit * 2 if self.slow_start else self.limit + 1
+            self._set(min(self.shape.maximum, grown), now)
+        return self.limit
+
+    @property
+    def hold_until(self) -> float:
+        """No task should start before this (run-relative) time: the server asked to wait."""
+        return self._hold_until
+
+    def _set(self, limit: int, now: float) -> None:
+        self._clean = 0
+        self._since = now
+        if limit != self.limit:
+            self.limit = limit
+            self.history.append((now, limit))
+
+    def converged(self) -> float | None:
+        """The time-weighted mean limit over the second half of the history's span."""
+        if len(self.history) < 2:
+            return float(self.limit) if self.history else None
+        first, last = self.history[0][0], self.history[-1][0]
+        mid = (first + last) / 2
+        total = weight = 0.0
+        for (t0, limit), (t1, _) in zip(self.history, self.history[1:], strict=False):
+            lo, hi = max(t0, mid), t1
+            if hi > lo:
+                total += limit * (hi - lo)
+                weight += hi - lo
+        return total / weight if weight else float(self.history[-1][1])

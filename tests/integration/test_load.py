@@ -1,0 +1,151 @@
+"""Load shapes under virtual time: AIMD convergence on a concurrency limit, open-loop arrivals
+with coordinated-omission correction, dropped tasks, reproducible Poisson schedules."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import anyio
+import pytest
+
+from perfbench.load import Adaptive, Rate
+from perfbench.load.adaptive import Aimd
+from perfbench.load.arrivals import schedule
+from perfbench.recorder import Recorder
+from perfbench.runner import Plan, Runner
+from perfbench.sample import Sample
+from perfbench.stats import Summarizer
+from perfbench.suite import Suite, load_suite
+from perfbench.targets.mock import MockAgent
+from perfbench.task import Task
+from tests.conftest import fixed_profile, write_suite
+
+ONE = "cases:\n  - {id: c, language: en, input: hello, timeout_s: 30}\n"
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Suite:
+    return load_suite([write_suite(tmp_path / "s.yaml", ONE)])
+
+
+def run(suite: Suite, target: object, plan: Plan) -> tuple[Runner, list[Sample], dict]:  # type: ignore[type-arg]
+    samples: list[Sample] = []
+    summarizer = Summarizer({"c": 30.0})
+    runner = Runner(suite, target, plan, Recorder(summarizer, observers=[samples.append]))  # type: ignore[arg-type]
+    return runner, samples, summarizer  # type: ignore[return-value]
+
+
+@pytest.mark.anyio
+async def test_adaptive_converges_under_a_concurrency_limit_of_12(suite: Suite) -> None:
+    agent = MockAgent(fixed_profile(rate_limits={"concurrent": 12}))
+    shape = Adaptive(start=1, maximum=64, decrease=0.8, cooldown_s=1.0)
+    runner, samples, _ = run(suite, agent, Plan(runs=1, warmup=0, repeat=3000, load=shape))
+    await runner.run()
+    aimd = runner.aimd
+    assert aimd is not None
+    limits = [limit for _, limit in aimd.history]
+    assert limits[:4] == [1, 2, 4, 8]  # slow start doubles until the first 429s
+    converged = aimd.converged()
+    assert converged is not None and 9 <= converged <= 12.5, limits
+    late = [limit for t, limit in aimd.history if t > aimd.history[-1][0] / 2]
+    assert min(late) >= 9 and max(late) <= 13, late  # stays there: a sawtooth 10..13
+    assert sum(s.status == "rate_limited" for s in samples) < 0.05 * len(samples)
+
+
+def test_aimd_other_failures_pause_growth_without_decreasing() -> None:
+    aimd = Aimd(Adaptive(start=4, maximum=64))
+    ok = [Sample("measured", 0, "c", i, "en", start=1.0, end=2.0) for i in range(3)]
+    bad = Sample("measured", 0, "c", 9, "en", start=1.0, end=2.0, status="error")
+    for s in ok:
+        aimd.observe(s)
+    aimd.observe(bad)  # resets the round: no growth yet
+    assert aimd.limit == 4
+    for s in [*ok, ok[0]]:
+        aimd.observe(s)
+    assert aimd.limit == 8  # a clean round of 4 doubles it (slow start)
+
+
+class StallOnce:
+    """Answers in 10 ms, except the fifth task, which the server holds for 2 s."""
+
+    name = "stall-once"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def run(self, task: Task) -> Sample:
+        self.calls += 1
+        await anyio.sleep(2.0 if self.calls == 5 else 0.010)
+        return task.sample("ok")
+
+
+@pytest.mark.anyio
+async def test_open_loop_shows_the_stall_in_the_corrected_tail_only(suite: Suite) -> None:
+    shape = Rate(per_second=100, duration_s=10)  # 1,000 tasks, one every 10 ms
+    runner, samples, summarizer = run(suite, StallOnce(), Plan(runs=1, warmup=0, load=shape))
+    await runner.run()
+    assert len(samples) == 1000
+    # A server stalls for one task only; the open loop keeps sending on schedule...
+    assert max(s.start - (s.scheduled or 0) for s in samples) < 1e-9
+    overall = summarizer.finish()["runs"][0]["overall"]  # type: ignore[attr-defined]
+    # ...so from the actual start only the stalled task is slow,
+    assert overall["latency"]["p99"] == pytest.approx(0.010, abs=1e-9)
+    assert overall["latency"]["max"] == pytest.approx(2.0, abs=1e-9)
+    # and latency from the intended start is the same here (no queueing in an open loop with
+    # no cap). With a cap of 1 in flight, the tasks behind the stall wait: see the next test.
+    assert overall["latency_intended"]["p99"] == pytest.approx(0.010, abs=1e-9)
+
+
+@pytest.mark.anyio
+async def test_closed_queue_behind_a_stall_is_corrected_from_the_schedule(suite: Suite) -> None:
+    """A client that can only have one request in flight (max_in_flight 1) and must not drop:
+    modelled as a rate that the target answers one at a time. Tasks queued behind the stall
+    start late; their latency from the intended start includes the wait (wrk2's correction),
+    the uncorrected latency does not."""
+
+    class OneAtATime(StallOnce):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = anyio.Lock()
+
+        async def run(self, task: Task) -> Sample:
+            async with self.lock:
+                return await super().run(task)
+
+    shape = Rate(per_second=100, duration_s=10)
+    runner, samples, summarizer = run(suite, OneAtATime(), Plan(runs=1, warmup=0, load=shape))
+    await runner.run()
+    overall = summarizer.finish()["runs"][0]["overall"]  # type: ignore[attr-defined]
+    affected = [s for s in samples if (s.latency_intended or 0) > 0.5]
+    assert len(affected) > 100  # many tasks see the stall from their intended start
+    assert overall["latency_intended"]["p99"] > 1.0
+    assert overall["latency"]["p50"] < overall["latency_intended"]["p50"] + 1e-9
+
+
+@pytest.mark.anyio
+async def test_max_in_flight_drops_and_counts(suite: Suite) -> None:
+    shape = Rate(per_second=100, duration_s=1, max_in_flight=2)
+    runner, samples, summarizer = run(suite, StallOnce(), Plan(runs=1, warmup=0, load=shape))
+    await runner.run()
+    overall = summarizer.finish()["runs"][0]["overall"]  # type: ignore[attr-defined]
+    dropped = sum(s.status == "dropped" for s in samples)
+    assert dropped == overall["dropped"] > 0
+    assert overall["tasks"] == len(samples) - dropped
+
+
+def test_poisson_schedule_is_seeded_and_exponential() -> None:
+    a = schedule(50.0, "poisson", 2000, "seed-1")
+    assert a == schedule(50.0, "poisson", 2000, "seed-1")
+    assert a != schedule(50.0, "poisson", 2000, "seed-2")
+    gaps = sorted(b - x for x, b in itertools.pairwise(a))
+    n = len(gaps)
+    # Kolmogorov–Smirnov against Exp(50): D must stay under the 1% critical value.
+    d = max(
+        max((i + 1) / n - (1 - math.exp(-50 * g)), (1 - math.exp(-50 * g)) - i / n)
+        for i, g in enumerate(gaps)
+    )
+    assert d < 1.63 / math.sqrt(n)
+    assert abs(a[-1] / (n) - 1 / 50) < 0.1 / 50  # mean gap within 10%
+    assert schedule(4.0, "constant", 3, "x") == [0.0, 0.25, 0.5]
