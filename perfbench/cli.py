@@ -4,6 +4,7 @@ it holds no measurement logic of its own."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -22,12 +23,14 @@ from perfbench import __version__, store
 from perfbench.advice import advise
 from perfbench.errors import PerfbenchError
 from perfbench.load import Adaptive, Load, Rate
+from perfbench.load.knee import Level, StopRule
 from perfbench.report import console as tables
 from perfbench.runner import Plan
 from perfbench.sample import Phase
 from perfbench.session import RunResult, Session
 from perfbench.stats import summarize
 from perfbench.suite import Suite, load_suite
+from perfbench.sweep import Sweep, SweepPlan, markdown
 from perfbench.targets.registry import TargetOptions, resolve
 
 
@@ -291,6 +294,119 @@ def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
         out.print(tables.run_table(summary))
     for note in advise(summary, meta):
         out.print(f"[yellow]warning:[/] {note}", highlight=False)
+
+
+def _numbers(text: str | None, name: str) -> tuple[float, ...]:
+    if not text:
+        return ()
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{name} takes numbers separated by commas, e.g. 1,2,4,8"
+        ) from None
+    if any(v <= 0 for v in values):
+        raise typer.BadParameter(f"{name} levels must be positive")
+    return tuple(sorted(set(values)))
+
+
+_SLO = re.compile(r"^\s*(p50|p95|p99|mean)\s*<\s*([\d.]+)\s*(ms|s)\s*$")
+
+
+def _slo(text: str | None) -> tuple[str, float] | None:
+    if not text:
+        return None
+    found = _SLO.match(text)
+    if not found:
+        raise typer.BadParameter("--slo looks like 'p95<2s' or 'p99<800ms'")
+    scale = 1e-3 if found.group(3) == "ms" else 1.0
+    return found.group(1), float(found.group(2)) * scale
+
+
+@app.command()
+def sweep(
+    cases: CasesArg,
+    target: Annotated[str, typer.Option("--target", "-t", help="As for `run`.")] = "mock+http",
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", "-c", help="Levels, e.g. 1,2,4,8,16,32.")
+    ] = None,
+    rates: Annotated[
+        str | None, typer.Option(help="Open-loop levels in tasks/s, e.g. 1,2,5,10.")
+    ] = None,
+    auto: Annotated[
+        bool, typer.Option(help="Double concurrency from 1 (the default when no levels given).")
+    ] = False,
+    max_level: Annotated[
+        float, typer.Option(min=1, help="Auto mode (no levels given): stop doubling here.")
+    ] = 1024,
+    runs: Annotated[int, typer.Option(min=1, help="Measured runs per level.")] = 3,
+    warmup: Annotated[int, typer.Option(min=0, help="Warmup passes per level.")] = 1,
+    repeat: Annotated[
+        int, typer.Option(min=1, help="Executions of each case per pass at each level.")
+    ] = 1,
+    seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+    slo: Annotated[
+        str | None, typer.Option(help="Report the largest level meeting it, e.g. 'p95<2s'.")
+    ] = None,
+    error_budget: Annotated[
+        float, typer.Option(min=0, max=1, help="Stop when errors or 429s exceed this share.")
+    ] = 0.01,
+    p95_factor: Annotated[
+        float, typer.Option(min=1, help="Stop when P95 exceeds this × the lowest level's.")
+    ] = 3.0,
+    min_gain: Annotated[
+        float, typer.Option(min=0, help="Stop when doubling gains less throughput than this.")
+    ] = 0.10,
+    base_url: Annotated[str | None, typer.Option(help="As for `run`.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="As for `run`.")] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder in which the sweep directory is created.")
+    ] = Path("runs"),
+) -> None:
+    """Run the suite at a series of load levels and find where the target stops scaling.
+
+    Without --concurrency or --rates, doubles concurrency from 1 until errors/429s pass the
+    budget, P95 grows past --p95-factor, or throughput stops growing; then bisects between
+    the last good and the first bad level. Example:
+    [bold]perfbench sweep cases/ -t mock+http:rate-limited --runs 1[/]
+    """
+    levels = _numbers(concurrency, "--concurrency")
+    rate_levels = _numbers(rates, "--rates")
+    if levels and rate_levels:
+        raise typer.BadParameter("give --concurrency or --rates, not both")
+    if auto and (levels or rate_levels):
+        raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
+    with _errors():
+        suite = load_suite(cases)
+        plan = SweepPlan(
+            base=Plan(runs=runs, warmup=warmup, repeat=repeat, seed=seed),
+            levels=levels or rate_levels,
+            rates=bool(rate_levels),
+            max_level=max_level,
+            rule=StopRule(error_budget, p95_factor, min_gain),
+            slo=_slo(slo),
+        )
+
+        def factory(n: int) -> Any:
+            options = TargetOptions(
+                base_url=base_url, api_key_env=api_key_env, concurrency=n, seed=seed
+            )
+            return resolve(target, options)
+
+        def on_level(level: Level, reason: str | None) -> None:
+            status = f"stop: {reason}" if reason else "ok"
+            err.print(
+                f"level {level.level:g}: {level.throughput:.2f} tasks/s, "
+                f"P95 {tables.seconds(level.p95)} · {status}",
+                highlight=False,
+            )
+
+        name = factory(1).name
+        result = anyio.run(
+            Sweep(suite, factory, plan, out_root=out_dir, target_name=name, on_level=on_level).run
+        )
+    out.print(markdown(result.levels, result.findings, plan), highlight=False, markup=False)
+    out.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
 
 
 @app.command("list")

@@ -47,9 +47,11 @@ class Session:
         clock: Clock = default_clock,
         on_pass: PassHook | None = None,
         observers: list[Observer] | None = None,
+        run_dir: Path | None = None,
     ) -> None:
         self.suite, self.target, self.plan = suite, target, plan
         self.out_root, self.label = out_root, label
+        self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
         self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
         self.recorder = Recorder(self.summarizer, observers=observers)
         self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
@@ -91,6 +93,9 @@ class Session:
         return RunResult(run_dir, meta, summary)
 
     def _create_dir(self, started: datetime) -> Path | None:
+        if self.run_dir is not None:
+            store.make_dir(self.run_dir)
+            return self.run_dir
         if self.out_root is None:
             return None
         return store.new_run_dir(

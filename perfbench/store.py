@@ -52,6 +52,15 @@ def new_run_dir(root: Path, suite: str, target: str, label: str | None, now: dat
     raise StoreError(f"too many run directories named {base} in {root}")
 
 
+def make_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=False)
+    except FileExistsError as exc:
+        raise StoreError(f"{path} exists already; choose another --out") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
+
+
 def write_json(path: Path, doc: Any) -> None:
     """Write JSON atomically: a temp file in the same folder, fsynced, then renamed over."""
     try:

