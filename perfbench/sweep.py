@@ -6,6 +6,7 @@ refined by bisection between the last good and the first bad level.
         level-0016/            a complete run directory per level
         sweep.json             per-level figures and the findings
         sweep.md               the same as a Markdown summary
+        sweep.png, sweep.svg   throughput, P95 and 429 rate against level, the knee marked
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ class Sweep:
         }
         store.write_json(path / "sweep.json", doc)
         (path / "sweep.md").write_text(markdown(levels, findings, self.plan), encoding="utf-8")
+        if levels:
+            from perfbench.report.charts import sweep_chart  # matplotlib loads only here
+
+            unit = "tasks/s" if self.plan.rates else "concurrency"
+            sweep_chart(levels, findings["knee"], path / "sweep", unit)
         return SweepResult(path, levels, findings)
 
     async def _auto(self, path: Path) -> None:
@@ -159,6 +165,7 @@ def level_of(level: float, summary: dict[str, Any]) -> Level:
         mean=med("latency.mean"),
         error_rate=med("error_rate") or 0.0,
         throttle_rate=med("throttle_rate") or 0.0,
+        tasks=med("tasks") or 0.0,
     )
 
 

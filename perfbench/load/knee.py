@@ -25,6 +25,7 @@ class Level:
     mean: float | None
     error_rate: float  # failed tasks / tasks
     throttle_rate: float  # 429s / tasks
+    tasks: float = 0.0  # tasks per run (median)
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,13 @@ def verdict(levels: list[Level], rule: StopRule) -> str | None:
         return f"P95 {last.p95:.3f} s is over {rule.p95_factor:g}× the lowest level's"
     if len(levels) >= 2:
         before = levels[-2]
-        if before.throughput > 0 and last.throughput < before.throughput * (1 + rule.min_gain):
-            return f"throughput gained under {rule.min_gain:.0%} from the last step"
+        if before.level * 2 == last.level:  # a doubling step: it must pay off
+            if before.throughput > 0 and last.throughput < before.throughput * (1 + rule.min_gain):
+                return f"throughput gained under {rule.min_gain:.0%} from doubling"
+        else:  # a bisection step between doublings: it must at least not lose throughput
+            best = max(v.throughput for v in levels[:-1])
+            if last.throughput < best * (1 - rule.min_gain):
+                return f"throughput fell over {rule.min_gain:.0%} below {best:.2f} tasks/s"
     return None
 
 
@@ -127,9 +133,10 @@ def in_flight(level: Level) -> float | None:
 
 def client_bound(level: Level, tolerance: float = 0.85) -> bool:
     """A closed-loop level whose sustained in-flight count fell well short of its N. Judged on
-    clean levels only: throughput and mean latency count successful tasks, so fast failures
-    (an immediate 429) would make a full pipeline look empty."""
-    if level.error_rate or level.throttle_rate:
+    clean levels only (throughput and mean latency count successful tasks, so fast failures
+    would make a full pipeline look empty) with at least 4 tasks per worker (the last, partial
+    round of a short run lowers the mean in flight by itself)."""
+    if level.error_rate or level.throttle_rate or level.tasks < 4 * level.level:
         return False
     sustained = in_flight(level)
     return sustained is not None and sustained < tolerance * level.level

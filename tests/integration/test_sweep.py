@@ -42,6 +42,18 @@ async def test_auto_sweep_finds_the_concurrency_limit(suite: Suite, tmp_path: Pa
     assert doc["findings"]["knee"] == 16
     assert (result.path / "level-16" / "samples.jsonl").is_file()
     assert "Knee at 16" in (result.path / "sweep.md").read_text()
+    png, svg = result.path / "sweep.png", result.path / "sweep.svg"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg.read_bytes()[:500]
+
+
+def test_sweep_chart_bytes_are_deterministic(tmp_path: Path) -> None:
+    from perfbench.report.charts import sweep_chart
+
+    levels = [lv(n, 10 * n / (1 + 0.05 * (n - 1))) for n in (1, 2, 4, 8, 16)]
+    first = sweep_chart(levels, 8, tmp_path / "a", "concurrency")
+    second = sweep_chart(levels, 8, tmp_path / "b", "concurrency")
+    for one, two in zip(first, second, strict=True):
+        assert one.read_bytes() == two.read_bytes()
 
 
 @pytest.mark.anyio
@@ -62,13 +74,16 @@ async def test_no_limit_no_false_knee(suite: Suite, tmp_path: Path) -> None:
 
 
 def lv(n: float, x: float, p95: float = 0.1, err: float = 0.0) -> Level:
-    return Level(n, x, p95 / 2, p95, p95, p95 / 2, err, 0.0)
+    return Level(n, x, p95 / 2, p95, p95, p95 / 2, err, 0.0, tasks=8 * n)
 
 
 def test_verdict_rules() -> None:
     rule = StopRule()
     assert verdict([lv(1, 10), lv(2, 19)], rule) is None
     assert "gained under" in (verdict([lv(1, 10), lv(2, 10.5)], rule) or "")
+    # A bisection step (not a doubling) only has to keep the throughput it had.
+    assert verdict([lv(8, 80), lv(16, 150), lv(12, 140)], rule) is None
+    assert "fell" in (verdict([lv(8, 80), lv(16, 150), lv(12, 120)], rule) or "")
     assert "P95" in (verdict([lv(1, 10), lv(2, 19, p95=0.4)], rule) or "")
     assert "errors" in (verdict([lv(1, 10), lv(2, 19, err=0.02)], rule) or "")
 
@@ -86,3 +101,13 @@ def test_usl_recovers_known_parameters_and_kneedle_finds_the_bend() -> None:
     assert fit.r2 == pytest.approx(1.0)
     assert usl(levels[:5]) is None  # needs 6 levels
     assert kneedle(levels) in (8, 16)
+
+
+def test_littles_law_flags_a_client_that_could_not_keep_n_in_flight() -> None:
+    from perfbench.load.knee import client_bound
+
+    # 16 planned in flight, 100 ms each: 160 tasks/s if the client kept up; it managed 80.
+    starved = Level(16, 80.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=640)
+    full = Level(16, 158.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=640)
+    short = Level(16, 80.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=40)  # too few tasks to judge
+    assert [client_bound(v) for v in (starved, full, short)] == [True, False, False]
