@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from perfbench.load.knee import Level
 from perfbench.runner import Plan
@@ -49,3 +50,32 @@ def test_sweep_over_http_finds_the_concurrency_limit(tmp_path: Path) -> None:
     assert result.findings["client_bound_levels"] == []
     sixteen = next(v for v in result.levels if v.level == 16)
     assert sixteen.throttle_rate == 0 and sixteen.error_rate == 0
+
+
+def test_adaptive_over_http_settles_at_the_request_rate_limit(tmp_path: Path) -> None:
+    """Against 1,200 requests per minute (20/s), AIMD throughput lands within 10% of 20/s."""
+    from perfbench.load import Adaptive
+    from perfbench.recorder import Recorder
+    from perfbench.runner import Runner
+    from perfbench.stats import Summarizer
+
+    profile = tmp_path / "rpm.yaml"
+    profile.write_text(
+        PROFILE.replace("ttft_ms: 200", "ttft_ms: 50").replace(
+            "{concurrent: 16}", "{requests_per_minute: 1200, burst_s: 1}"
+        )
+    )
+    suite = load_suite(
+        [write_suite(tmp_path / "s.yaml", "cases:\n  - {id: c, language: en, input: hi}\n")]
+    )
+    summarizer = Summarizer({"c": 60.0})
+
+    async def go() -> None:
+        target = resolve(f"mock+http:{profile}", TargetOptions(concurrency=64))
+        plan = Plan(runs=1, warmup=0, repeat=240, load=Adaptive(start=1, maximum=64))
+        async with target:  # type: ignore[attr-defined]
+            await Runner(suite, target, plan, Recorder(summarizer)).run()
+
+    anyio.run(go)
+    overall = summarizer.finish()["runs"][0]["overall"]
+    assert overall["throughput"] == pytest.approx(20.0, rel=0.10)

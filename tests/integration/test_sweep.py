@@ -111,3 +111,23 @@ def test_littles_law_flags_a_client_that_could_not_keep_n_in_flight() -> None:
     full = Level(16, 158.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=640)
     short = Level(16, 80.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=40)  # too few tasks to judge
     assert [client_bound(v) for v in (starved, full, short)] == [True, False, False]
+
+
+@pytest.mark.anyio
+async def test_rate_sweep_runs_open_loop_levels(suite: Suite, tmp_path: Path) -> None:
+    plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=20), levels=(5, 10, 20), rates=True)
+    sweep = Sweep(
+        suite,
+        lambda n: MockAgent(fixed_profile()),
+        plan,
+        out_root=tmp_path / "runs",
+        target_name="mock",
+    )
+    result = await sweep.run()
+    assert [v.level for v in result.levels] == [5, 10, 20]
+    assert result.findings["client_bound_levels"] == []  # not judged for rates
+    # 20 tasks at R tasks/s, each 0.390 s: the window is 19/R + 0.390 s.
+    for v in result.levels:
+        assert v.throughput == pytest.approx(20 / (19 / v.level + 0.390), rel=1e-6)
+    assert result.path is not None
+    assert "# Sweep over tasks/s" in (result.path / "sweep.md").read_text()
