@@ -15,7 +15,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from aiohttp import web
@@ -62,12 +62,14 @@ class MockServer:
         body = await request.read()
         # aiohttp's headers are case-insensitive already: no per-request copy.
         plan = self.service.handle(request.method, request.path, request.headers, body)
+        late = self.service.stats.lateness.add
         try:
             if plan.delay:
                 await _sleep_until(arrival + plan.delay)
+                late(time.monotonic() - arrival - plan.delay)
             if plan.frames is None:
                 return await _send_body(request, plan)
-            return await _send_stream(request, plan, arrival)
+            return await _send_stream(request, plan, arrival, late)
         finally:
             self.service.done(plan)
 
@@ -96,7 +98,9 @@ async def _send_body(request: web.BaseRequest, plan: Plan) -> web.StreamResponse
     return web.Response(status=plan.status, headers=plan.headers, body=body)
 
 
-async def _send_stream(request: web.BaseRequest, plan: Plan, arrival: float) -> web.StreamResponse:
+async def _send_stream(
+    request: web.BaseRequest, plan: Plan, arrival: float, late: Callable[[float], None]
+) -> web.StreamResponse:
     frames = plan.frames
     assert frames is not None
     response = web.StreamResponse(status=plan.status, headers=plan.headers)
@@ -110,6 +114,7 @@ async def _send_stream(request: web.BaseRequest, plan: Plan, arrival: float) -> 
     while i < len(tokens):
         await _sleep_until(arrival + due[i])
         elapsed = time.monotonic() - arrival
+        late(elapsed - due[i])
         batch = []
         while i < len(tokens) and due[i] <= elapsed:  # everything due now goes in one write
             if i == broken_at:

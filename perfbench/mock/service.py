@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from perfbench.histogram import Histogram
 from perfbench.mock import anthropic_api, openai_api
 from perfbench.mock.limiter import Limiter, Quota
 from perfbench.mock.profile import FAULT_KINDS, Profile
@@ -51,6 +52,9 @@ class Stats:
     streams: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    # How late the server itself wrote what was due (first token of each write, and whole
+    # bodies): separates the server's own lag from a client's measurement error.
+    lateness: Histogram = field(default_factory=Histogram)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +66,7 @@ class Stats:
             "streams": self.streams,
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
+            "lateness": _lateness(self.lateness),
         }
 
 
@@ -202,6 +207,18 @@ class Service:
                 for n in names
             ],
         }
+
+
+def _lateness(h: Histogram) -> dict[str, float | int | None]:
+    """Write lateness in milliseconds: n, p50, p99, max."""
+    pct = h.percentiles((50.0, 99.0))
+    ms = 1e3
+    return {
+        "n": h.count,
+        "p50_ms": pct[50.0] * ms if pct else None,
+        "p99_ms": pct[99.0] * ms if pct else None,
+        "max_ms": h.max * ms if h.max is not None else None,
+    }
 
 
 def _created() -> int:
