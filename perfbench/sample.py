@@ -73,6 +73,7 @@ class Sample:
     tokens_in: int | None = None
     tokens_out: int | None = None
     tokens_estimated: bool = False
+    tokenizer: str | None = None  # the encoding that estimated the tokens, when estimated
     expect_ok: bool | None = None
     error_kind: str | None = None
     error: str | None = None
@@ -119,6 +120,7 @@ class Sample:
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "tokens_estimated": self.tokens_estimated,
+            "tokenizer": self.tokenizer,
             "expect_ok": self.expect_ok,
             "error_kind": self.error_kind,
             "error": self.error,

@@ -31,6 +31,7 @@ class Task:
     steps: list[Step] = field(default_factory=list)
     ttfo: float | None = None
     tokens_estimated: bool = False
+    tokenizer: str | None = None
     http_status: int | None = None
     retries: int = 0
     throttled: int = 0
@@ -111,6 +112,7 @@ class Task:
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             tokens_estimated=self.tokens_estimated,
+            tokenizer=self.tokenizer,
             expect_ok=expect_ok,
             error_kind=error_kind,
             error=error,

@@ -13,6 +13,7 @@ import anyio
 import httpx
 import orjson
 
+from perfbench import tokens
 from perfbench.clock import sleep_until
 from perfbench.sample import Sample, Status
 from perfbench.suite import Case
@@ -97,8 +98,20 @@ class ModelAgent:
         except ModelError:
             call.finish(tokens_in=None, tokens_out=None, status="error")
             raise
+        if reply.tokens_out is None:  # no usage from the API: estimate, and say so
+            self._estimate(task, reply, body)
         call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
         return reply
+
+    def _estimate(self, task: Task, reply: ModelReply, body: dict[str, Any]) -> None:
+        encoding = tokens.encoding_for(str(body.get("model", "")))
+        output = reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)
+        reply.tokens_out = tokens.count(output, encoding)
+        if reply.tokens_in is None:
+            prompt = orjson.dumps(body.get("messages", [])).decode()
+            reply.tokens_in = tokens.count(prompt, encoding)
+        task.tokens_estimated = True
+        task.tokenizer = encoding
 
     async def _attempts(
         self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]

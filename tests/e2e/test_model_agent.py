@@ -77,16 +77,16 @@ def test_agent_loop_over_http_at_16_in_flight(tmp_path: Path, api_kind: str) -> 
         ]
     med = statistics.median
     tools = [st.duration for s in measured for st in s.steps if st.kind == "tool"]
-    # Coarse bounds only: they catch a wrong definition (a TTFT taken from the role-only
-    # first chunk would be ~0) or a missing sleep, not machine noise. The precision of these
-    # figures is measured by `make bench` (tests/bench/latency_error.py), not asserted here.
-    assert 0.060 <= med(tools[0::3]) < 0.060 + 0.150
-    assert 0.150 <= med(tools[1::3]) < 0.150 + 0.150
-    assert 0.250 <= med(tools[2::3]) < 0.250 + 0.150
-    assert 0.045 < med(s.ttft for s in measured) < 0.150  # type: ignore[misc]
-    # Gaps shrink when the server catches up with its deadlines after a late first token.
-    assert 0.001 < med(s.itl_mean for s in measured) < 0.030  # type: ignore[misc]
-    assert EXPECTED_E2E <= med(s.latency for s in measured) < EXPECTED_E2E + 0.500
+    # Lower bounds only (plus a hang guard): they catch a wrong definition (a TTFT taken from
+    # the role-only first chunk would be ~0) or a missing sleep. Upper bounds broke on a loaded
+    # CI machine (a 150 ms tool measured 330 ms while another test run shared the cores); the
+    # precision is measured by `make bench` (tests/bench/latency_error.py), not asserted here.
+    assert med(tools[0::3]) >= 0.060
+    assert med(tools[1::3]) >= 0.150
+    assert med(tools[2::3]) >= 0.250
+    assert 0.045 < med(s.ttft for s in measured) < 2.0  # type: ignore[misc]
+    assert 0.0 < med(s.itl_mean for s in measured) < 2.0  # type: ignore[misc]
+    assert EXPECTED_E2E <= med(s.latency for s in measured) < EXPECTED_E2E + 5.0
 
 
 FAULT_KINDS = {

