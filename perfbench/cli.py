@@ -21,6 +21,7 @@ from rich.text import Text
 
 from perfbench import __version__, store
 from perfbench.advice import advise
+from perfbench.cost import load_pricer
 from perfbench.errors import PerfbenchError
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.load.knee import Level, StopRule
@@ -196,6 +197,10 @@ def run(
         Path, typer.Option("--out", help="Folder in which the run directory is created.")
     ] = Path("runs"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    prices: Annotated[
+        Path | None,
+        typer.Option(help="Dated price overrides (YAML); default ./perfbench.prices.yaml if any."),
+    ] = None,
 ) -> None:
     """Run a case suite: warmup, then measured runs; print per-case statistics.
 
@@ -228,6 +233,7 @@ def run(
             out_root=out_dir,
             label=label,
             on_pass=None if quiet else _pass_printer(suite, runs),
+            pricer=load_pricer(prices),
         )
         result = anyio.run(_run_with_sigint, session)
     _print_result(result.summary, result.meta)
@@ -291,6 +297,7 @@ def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
     if summary["runs"]:
         out.print(tables.case_table(summary, meta))
         out.print(tables.language_table(summary))
+        out.print(tables.cost_table(summary, meta))
         out.print(tables.run_table(summary))
     for note in advise(summary, meta):
         out.print(f"[yellow]warning:[/] {note}", highlight=False)

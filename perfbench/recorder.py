@@ -10,6 +10,7 @@ from perfbench.stats import Summarizer
 from perfbench.store import SampleWriter
 
 Observer = Callable[[Sample], None]
+Price = Callable[[int | None, int | None], float | None]  # tokens in, out → USD or None
 
 
 class Recorder:
@@ -18,13 +19,17 @@ class Recorder:
         summarizer: Summarizer,
         writer: SampleWriter | None = None,
         observers: list[Observer] | None = None,
+        price: Price | None = None,
     ) -> None:
+        self.price = price
         self.summarizer = summarizer
         self.writer = writer
         self.observers = observers or []
         self.recorded = 0
 
     def record(self, sample: Sample) -> None:
+        if self.price is not None and sample.cost is None:
+            sample.cost = self.price(sample.tokens_in, sample.tokens_out)
         if self.writer is not None:
             self.writer.write(sample)
         self.summarizer.add(sample)

@@ -74,6 +74,8 @@ class Sample:
     tokens_out: int | None = None
     tokens_estimated: bool = False
     tokenizer: str | None = None  # the encoding that estimated the tokens, when estimated
+    cost: float | None = None  # USD for this task's tokens; None when unpriced
+    input_chars: int = 0  # characters of the case's input (system prompt included)
     expect_ok: bool | None = None
     error_kind: str | None = None
     error: str | None = None
@@ -121,6 +123,8 @@ class Sample:
             "tokens_out": self.tokens_out,
             "tokens_estimated": self.tokens_estimated,
             "tokenizer": self.tokenizer,
+            "cost": self.cost,
+            "input_chars": self.input_chars,
             "expect_ok": self.expect_ok,
             "error_kind": self.error_kind,
             "error": self.error,

@@ -14,6 +14,7 @@ from typing import Any
 
 from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
+from perfbench.cost import Pricer
 from perfbench.load import Adaptive
 from perfbench.recorder import Observer, Recorder
 from perfbench.runner import PassHook, Plan, Runner
@@ -48,16 +49,24 @@ class Session:
         on_pass: PassHook | None = None,
         observers: list[Observer] | None = None,
         run_dir: Path | None = None,
+        pricer: Pricer | None = None,
     ) -> None:
         self.suite, self.target, self.plan = suite, target, plan
         self.out_root, self.label = out_root, label
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
         self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
-        self.recorder = Recorder(self.summarizer, observers=observers)
+        self.pricer = pricer
+        self.price_ref: str | None = getattr(target, "price_ref", None)
+        self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
         self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
 
     def stop(self) -> None:
         self.runner.stop()
+
+    def _price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        if self.pricer is None:
+            return None
+        return self.pricer.cost(self.price_ref, tokens_in, tokens_out)
 
     async def run(self) -> RunResult:
         started = datetime.now(UTC)
@@ -128,6 +137,11 @@ class Session:
             "target": self.target.name,
             "load": _load(self.plan),
             "plan": asdict(self.plan),
+            "prices": {
+                **(self.pricer.source() if self.pricer else {"package": None}),
+                "priced_as": self.price_ref,
+                "simulated": bool(getattr(self.target, "simulated", False)),
+            },
             "perfbench_version": __version__,
             "packages": host.package_versions(),
             "host": host.fingerprint(),

@@ -42,6 +42,11 @@ class _Group:
     tokens_in: int = 0
     tokens_out: int = 0
     with_tokens: int = 0
+    cost: float = 0.0
+    priced: int = 0
+    input_chars: int = 0
+    first_tokens_in: int = 0
+    first_chars: int = 0
     tokens_estimated: bool = False
     model_calls: int = 0
     tool_calls: int = 0
@@ -83,6 +88,15 @@ class _Group:
         self.model_calls += s.model_calls
         self.tool_calls += s.tool_calls
         self.expect_mismatch += s.expect_ok is False
+        self.input_chars += s.input_chars
+        # The tokenizer effect shows in the first call's input, before any tool results.
+        first = next((st.tokens_in for st in s.steps if st.kind == "model"), None)
+        if first is not None:
+            self.first_tokens_in += first
+            self.first_chars += s.input_chars
+        if s.cost is not None:
+            self.cost += s.cost
+            self.priced += 1
 
     def merge(self, other: _Group) -> None:
         for status, n in other.counts.items():
@@ -102,6 +116,11 @@ class _Group:
         self.model_calls += other.model_calls
         self.tool_calls += other.tool_calls
         self.expect_mismatch += other.expect_mismatch
+        self.cost += other.cost
+        self.priced += other.priced
+        self.input_chars += other.input_chars
+        self.first_tokens_in += other.first_tokens_in
+        self.first_chars += other.first_chars
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
 
@@ -125,6 +144,13 @@ class _Group:
             "tokens_in": _per(self.tokens_in, self.with_tokens),
             "tokens_out": _per(self.tokens_out, self.with_tokens),
             "tokens_estimated": self.tokens_estimated,
+            "input_chars": _per(self.input_chars, tasks),
+            "tokens_per_100_chars": _per(100 * self.first_tokens_in, self.first_chars),
+            "cost_per_task": self.cost / self.priced if self.priced else None,
+            "cost_per_1k_chars": 1000 * self.cost / self.input_chars
+            if self.priced == tasks and self.input_chars
+            else None,
+            "unpriced": tasks - self.priced,
             "model_calls": _per(self.model_calls, tasks),
             "tool_calls": _per(self.tool_calls, tasks),
             "throughput": ok / window if window > 0 else None,

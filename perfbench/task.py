@@ -113,6 +113,7 @@ class Task:
             tokens_out=tokens_out,
             tokens_estimated=self.tokens_estimated,
             tokenizer=self.tokenizer,
+            input_chars=len(self.case.system or "") + len(self.case.prompt_text()),
             expect_ok=expect_ok,
             error_kind=error_kind,
             error=error,

@@ -70,6 +70,11 @@ class MockServer:
             if plan.frames is None:
                 return await _send_body(request, plan)
             return await _send_stream(request, plan, arrival, late)
+        except ConnectionError:
+            # The client hung up mid-response (a load tool stopping, a client timeout): normal
+            # for a benchmark target, not an error to log with a traceback.
+            self.service.stats.client_disconnects += 1
+            return web.Response(status=499)
         finally:
             self.service.done(plan)
 

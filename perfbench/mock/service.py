@@ -50,6 +50,7 @@ class Stats:
     rate_limited: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     streams: int = 0
+    client_disconnects: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
     # How late the server itself wrote what was due (first token of each write, and whole
@@ -64,6 +65,7 @@ class Stats:
             "rate_limited": self.rate_limited,
             "faults": {k: self.faults.get(k, 0) for k in FAULT_KINDS},
             "streams": self.streams,
+            "client_disconnects": self.client_disconnects,
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
             "lateness": _lateness(self.lateness),

@@ -83,6 +83,50 @@ def language_table(summary: Mapping[str, Any]) -> Table:
     return table
 
 
+def dollars(value: float | None) -> str:
+    if value is None:
+        return "unpriced"
+    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
+
+
+def cost_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
+    """Tokens and cost per language, runs pooled: the same prompt costs different tokens in
+    different languages and on different tokenizers."""
+    prices = meta.get("prices") or {}
+    ref = prices.get("priced_as") or "no price"
+    note = " — SIMULATED costs" if prices.get("simulated") else ""
+    table = Table(
+        title=f"Tokens and cost per language (priced as {ref}{note})", title_justify="left"
+    )
+    table.add_column("lang")
+    for col in (
+        "tasks",
+        "chars in",
+        "tok in",
+        "tok out",
+        "tok/100ch",
+        "$/task",
+        "$/1k ch",
+        "P50 ms",
+        "P95 ms",
+    ):
+        table.add_column(col, justify="right", no_wrap=True)
+    for lang, m in summary["pooled"]["languages"].items():
+        table.add_row(
+            lang,
+            str(m["tasks"]),
+            number(m.get("input_chars"), 0),
+            number(m.get("tokens_in"), 0),
+            number(m.get("tokens_out"), 0),
+            number(m.get("tokens_per_100_chars"), 1),
+            dollars(m.get("cost_per_task")),
+            dollars(m.get("cost_per_1k_chars")),
+            ms(_dist(m, "latency", "p50")),
+            ms(_dist(m, "latency", "p95")),
+        )
+    return table
+
+
 def run_table(summary: Mapping[str, Any]) -> Table:
     """One row per measured run, then the median across runs: the release gate's view."""
     table = Table(title="Per run (ms); the median row is what compare uses", title_justify="left")

@@ -48,6 +48,8 @@ class ModelAgent:
         # (error bodies that echo it back are redacted).
         self._headers = {"content-type": "application/json", **api.headers(key)}
         self._secret = key
+        self.price_ref: str | None = name  # "provider/model" prices the calls
+        self.simulated = False
         self._pool = Pool(concurrency, transport=transport)
 
     @property

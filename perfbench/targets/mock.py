@@ -33,6 +33,9 @@ class MockAgent:
         self._name = f"mock:{profile_name}"
         self._tools: dict[str, tuple[ToolSpec, ...]] = {}
         self._limits: Limiter | None = None
+        # Costs are simulated: the simulated model borrows a real model's prices.
+        self.price_ref = next(iter(profile.models.values())).prices_as
+        self.simulated = True
 
     def _limiter(self, task: Task) -> Limiter | None:
         """The profile's rate limits, on the run's clock (made on first use, in the loop)."""

@@ -30,6 +30,11 @@ class MockHttp:
         self.profile, self.seed = profile, seed
         self.concurrency, self.stream, self.retry = concurrency, stream, retry
         self._name = f"mock+http:{profile}"
+        from perfbench.mock.profile import load_profile
+
+        # The server answers "mock" with its first simulated model, priced as that model says.
+        self.price_ref = next(iter(load_profile(profile).models.values())).prices_as
+        self.simulated = True
         self._process: subprocess.Popen[str] | None = None
         self._agent: ModelAgent | None = None
 
