@@ -298,6 +298,8 @@ def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
         out.print(tables.case_table(summary, meta))
         out.print(tables.language_table(summary))
         out.print(tables.cost_table(summary, meta))
+        if summary["pooled"].get("tags"):
+            out.print(tables.cost_table(summary, meta, "tags"))
         out.print(tables.run_table(summary))
     for note in advise(summary, meta):
         out.print(f"[yellow]warning:[/] {note}", highlight=False)

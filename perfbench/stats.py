@@ -178,11 +178,14 @@ class _RunScopes:
         self.overall = _Group()
         self.cases: dict[str, _Group] = {}
         self.languages: dict[str, _Group] = {}
+        self.tags: dict[str, _Group] = {}
 
     def add(self, s: Sample, timeout: float) -> None:
         self.overall.add(s, timeout)
         _group(self.cases, s.case).add(s, timeout)
         _group(self.languages, s.language).add(s, timeout)
+        for tag in s.tags:
+            _group(self.tags, tag).add(s, timeout)
 
     def merge(self, other: _RunScopes) -> None:
         self.overall.merge(other.overall)
@@ -190,6 +193,8 @@ class _RunScopes:
             _group(self.cases, key).merge(group)
         for key, group in other.languages.items():
             _group(self.languages, key).merge(group)
+        for key, group in other.tags.items():
+            _group(self.tags, key).merge(group)
 
     @property
     def window(self) -> float:
@@ -202,6 +207,7 @@ class _RunScopes:
             "overall": self.overall.finish(window),
             "cases": {k: g.finish(window) for k, g in sorted(self.cases.items())},
             "languages": {k: g.finish(window) for k, g in sorted(self.languages.items())},
+            "tags": {k: g.finish(window) for k, g in sorted(self.tags.items())},
         }
 
     def histograms(self, prefix: str) -> dict[str, str]:
@@ -278,6 +284,7 @@ def across_runs(runs: list[Metrics]) -> dict[str, Any]:
         "overall": _spread([r["overall"] for r in runs]),
         "cases": _spread_by_key([r["cases"] for r in runs]),
         "languages": _spread_by_key([r["languages"] for r in runs]),
+        "tags": _spread_by_key([r["tags"] for r in runs]),
     }
 
 

@@ -89,16 +89,17 @@ def dollars(value: float | None) -> str:
     return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
 
 
-def cost_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
-    """Tokens and cost per language, runs pooled: the same prompt costs different tokens in
-    different languages and on different tokenizers."""
+def cost_table(
+    summary: Mapping[str, Any], meta: Mapping[str, Any], scope: str = "languages"
+) -> Table:
+    """Tokens and cost per language (or per tag), runs pooled: the same prompt costs different
+    tokens in different languages and on different tokenizers."""
     prices = meta.get("prices") or {}
     ref = prices.get("priced_as") or "no price"
     note = " — SIMULATED costs" if prices.get("simulated") else ""
-    table = Table(
-        title=f"Tokens and cost per language (priced as {ref}{note})", title_justify="left"
-    )
-    table.add_column("lang")
+    what = "language" if scope == "languages" else "tag"
+    table = Table(title=f"Tokens and cost per {what} (priced as {ref}{note})", title_justify="left")
+    table.add_column("lang" if scope == "languages" else "tag")
     for col in (
         "tasks",
         "chars in",
@@ -111,9 +112,9 @@ def cost_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
         "P95 ms",
     ):
         table.add_column(col, justify="right", no_wrap=True)
-    for lang, m in summary["pooled"]["languages"].items():
+    for key, m in summary["pooled"].get(scope, {}).items():
         table.add_row(
-            lang,
+            key,
             str(m["tasks"]),
             number(m.get("input_chars"), 0),
             number(m.get("tokens_in"), 0),

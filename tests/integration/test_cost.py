@@ -77,6 +77,15 @@ async def test_per_language_table_is_recomputed_from_samples(
             assert s["cost"] == pytest.approx((2.5 * s["tokens_in"] + 10 * s["tokens_out"]) / 1e6)
     # The same question costs more tokens per character in Chinese and Japanese.
     assert table["zh"]["tokens_per_100_chars"] > 2 * table["en"]["tokens_per_100_chars"]
+    # Per tag too: the three-tool workflows against the tool-free answers.
+    tags = result.summary["pooled"]["tags"]
+    assert {"no-tools", "tools-1", "tools-2", "tools-3"} <= set(tags)
+    all_samples = [s for samples in by_lang.values() for s in samples]
+    tagged = [s for s in all_samples if "tools-3" in s["tags"]]
+    assert tags["tools-3"]["cost_per_task"] == pytest.approx(
+        sum(s["cost"] for s in tagged) / len(tagged)
+    )
+    assert tags["tools-3"]["cost_per_task"] > tags["no-tools"]["cost_per_task"]
 
 
 @pytest.mark.anyio
