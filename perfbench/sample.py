@@ -74,6 +74,9 @@ class Sample:
     tokens_out: int | None = None
     tokens_estimated: bool = False
     tokenizer: str | None = None  # the encoding that estimated the tokens, when estimated
+    # The offline tokenizer's count of the output when the API also reported usage, so the
+    # two can be compared (a proxy tokenizer for another model family drifts).
+    tokens_out_estimate: int | None = None
     cost: float | None = None  # USD for this task's tokens; None when unpriced
     input_chars: int = 0  # characters of the case's input (system prompt included)
     expect_ok: bool | None = None
@@ -123,6 +126,7 @@ class Sample:
             "tokens_out": self.tokens_out,
             "tokens_estimated": self.tokens_estimated,
             "tokenizer": self.tokenizer,
+            "tokens_out_estimate": self.tokens_out_estimate,
             "cost": self.cost,
             "input_chars": self.input_chars,
             "expect_ok": self.expect_ok,

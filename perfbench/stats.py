@@ -47,6 +47,8 @@ class _Group:
     input_chars: int = 0
     first_tokens_in: int = 0
     first_chars: int = 0
+    usage_out: int = 0  # output tokens by the API, for samples that also have an estimate
+    estimated_out: int = 0
     tokens_estimated: bool = False
     model_calls: int = 0
     tool_calls: int = 0
@@ -97,6 +99,9 @@ class _Group:
         if s.cost is not None:
             self.cost += s.cost
             self.priced += 1
+        if s.tokens_out_estimate is not None and s.tokens_out is not None:
+            self.usage_out += s.tokens_out
+            self.estimated_out += s.tokens_out_estimate
 
     def merge(self, other: _Group) -> None:
         for status, n in other.counts.items():
@@ -121,6 +126,8 @@ class _Group:
         self.input_chars += other.input_chars
         self.first_tokens_in += other.first_tokens_in
         self.first_chars += other.first_chars
+        self.usage_out += other.usage_out
+        self.estimated_out += other.estimated_out
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
 
@@ -151,6 +158,10 @@ class _Group:
             if self.priced == tasks and self.input_chars
             else None,
             "unpriced": tasks - self.priced,
+            # API usage over the offline tokenizer's count of the same output (1.0 = agree).
+            "usage_vs_estimate": self.usage_out / self.estimated_out
+            if self.estimated_out
+            else None,
             "model_calls": _per(self.model_calls, tasks),
             "tool_calls": _per(self.tool_calls, tasks),
             "throughput": ok / window if window > 0 else None,

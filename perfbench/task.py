@@ -32,6 +32,7 @@ class Task:
     ttfo: float | None = None
     tokens_estimated: bool = False
     tokenizer: str | None = None
+    tokens_out_estimate: int | None = None
     http_status: int | None = None
     retries: int = 0
     throttled: int = 0
@@ -113,6 +114,7 @@ class Task:
             tokens_out=tokens_out,
             tokens_estimated=self.tokens_estimated,
             tokenizer=self.tokenizer,
+            tokens_out_estimate=self.tokens_out_estimate,
             input_chars=len(self.case.system or "") + len(self.case.prompt_text()),
             expect_ok=expect_ok,
             error_kind=error_kind,

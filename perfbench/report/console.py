@@ -110,6 +110,7 @@ def cost_table(
         "$/1k ch",
         "P50 ms",
         "P95 ms",
+        "usage/est",
     ):
         table.add_column(col, justify="right", no_wrap=True)
     for key, m in summary["pooled"].get(scope, {}).items():
@@ -124,6 +125,7 @@ def cost_table(
             dollars(m.get("cost_per_1k_chars")),
             ms(_dist(m, "latency", "p50")),
             ms(_dist(m, "latency", "p95")),
+            number(m.get("usage_vs_estimate"), 2),
         )
     return table
 

@@ -102,13 +102,17 @@ class ModelAgent:
             raise
         if reply.tokens_out is None:  # no usage from the API: estimate, and say so
             self._estimate(task, reply, body)
+        else:  # usage given: keep the offline count beside it, to show any discrepancy
+            encoding = tokens.encoding_for(str(body.get("model", "")))
+            estimate = tokens.count(_output(reply), encoding)
+            task.tokens_out_estimate = (task.tokens_out_estimate or 0) + estimate
+            task.tokenizer = task.tokenizer or encoding
         call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
         return reply
 
     def _estimate(self, task: Task, reply: ModelReply, body: dict[str, Any]) -> None:
         encoding = tokens.encoding_for(str(body.get("model", "")))
-        output = reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)
-        reply.tokens_out = tokens.count(output, encoding)
+        reply.tokens_out = tokens.count(_output(reply), encoding)
         if reply.tokens_in is None:
             prompt = orjson.dumps(body.get("messages", [])).decode()
             reply.tokens_in = tokens.count(prompt, encoding)
@@ -187,6 +191,10 @@ class ModelAgent:
             return self._headers
         key = f"{task.seed}|{task.case.id}|{task.phase}|{task.run}|{task.iteration}|{step}"
         return {**self._headers, "x-perfbench-key": key, "x-perfbench-case": task.case.id}
+
+
+def _output(reply: ModelReply) -> str:
+    return reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)
 
 
 def _http_message(status: int, headers: dict[str, str]) -> str:

@@ -990,3 +990,26 @@ async def test_keys_never_leak_from_error_bodies(
     assert (s.status, s.error_kind, s.http_status) == ("error", f"http_{status}", status)
     assert route.call_count == (1 if status == 401 else RetryPolicy().max_retries + 1)
     assert leaks(s) == []
+
+
+async def test_usage_is_kept_beside_the_offline_estimate(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    # The API says 4 output tokens for "Hello world": o200k counts 2. Both are kept.
+    respx_mock.post(f"{BASE}/chat/completions").mock(
+        return_value=streamed(
+            [
+                (0, ROLE),
+                (0.1, oa({"content": "Hello world"}, finish="stop")),
+                (0, oa_usage(7, 4)),
+                (0, DONE),
+            ]
+        )
+    )
+    s = await measure("openai", suite_of(tmp_path))
+    assert (s.tokens_out, s.tokens_out_estimate, s.tokens_estimated) == (4, 2, False)
+    assert s.tokenizer == "o200k_base"
+    from perfbench.stats import summarize
+
+    overall = summarize([s], {s.case: 60.0})["runs"][0]["overall"]
+    assert overall["usage_vs_estimate"] == pytest.approx(2.0)
