@@ -37,6 +37,7 @@ class Task:
     retries: int = 0
     throttled: int = 0
     retry_after: float | None = None
+    _open: Step | None = None  # the step in progress, closed by a failed sample
     _gaps: int = 0
     _gap_sum: float = 0.0
     _gap_max: float = 0.0
@@ -56,12 +57,14 @@ class Task:
     def model_call(self, name: str) -> ModelCall:
         step = Step(kind="model", name=name, start=self.now())
         self.steps.append(step)
+        self._open = step
         return ModelCall(self, step)
 
     @contextmanager
     def tool_call(self, name: str) -> Iterator[Step]:
         step = Step(kind="tool", name=name, start=self.now())
         self.steps.append(step)
+        self._open = step
         try:
             yield step
         except BaseException:
@@ -69,6 +72,7 @@ class Task:
             raise
         finally:
             step.duration = self.now() - step.start
+            self._open = None
 
     def sample(
         self,
@@ -79,6 +83,11 @@ class Task:
         expect_ok: bool | None = None,
         end: float | None = None,
     ) -> Sample:
+        if self._open is not None and status != "ok":
+            # The step the task was in when it timed out or was cancelled ends with it.
+            self._open.duration = self.now() - self._open.start
+            self._open.status = status
+            self._open = None
         models = 0
         tokens_in = tokens_out = None
         first_ttft = None
@@ -172,6 +181,8 @@ class ModelCall:
         self, *, tokens_in: int | None, tokens_out: int | None, status: Status = "ok"
     ) -> None:
         self._step.duration = self._task.now() - self._step.start
+        if self._task._open is self._step:
+            self._task._open = None
         self._step.tokens_in = tokens_in
         self._step.tokens_out = tokens_out
         self._step.status = status

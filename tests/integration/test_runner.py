@@ -196,3 +196,24 @@ async def test_stop_before_start_runs_nothing(suite: Suite) -> None:
     runner.stop()
     outcome = await runner.run()
     assert outcome.interrupted and got.samples == []
+
+
+async def test_a_timeout_closes_the_model_call_it_interrupted(tmp_path: Path) -> None:
+    suite = load_suite(
+        [
+            write_suite(
+                tmp_path / "s.yaml",
+                SUITE.replace(
+                    "  - id: chat\n    language: en\n    input: Hello there\n", ""
+                ).replace("expect:", "timeout_s: 0.5\n    expect:"),
+            )
+        ]
+    )
+    slow = fixed_profile(ttft_ms=2000)  # the first model call cannot finish in 0.5 s
+    runner, got, _ = make(suite, MockAgent(slow), Plan(runs=1, warmup=0))
+    await runner.run()
+    [sample] = got.samples
+    [step] = sample.steps
+    assert sample.status == "timeout"
+    assert (step.kind, step.status) == ("model", "timeout")
+    assert step.duration == pytest.approx(0.5, abs=1e-9)
