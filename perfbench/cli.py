@@ -301,6 +301,9 @@ def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
         if summary["pooled"].get("tags"):
             out.print(tables.cost_table(summary, meta, "tags"))
         out.print(tables.run_table(summary))
+        failures = tables.failure_table(summary)
+        if failures is not None:
+            out.print(failures)
     for note in advise(summary, meta):
         out.print(f"[yellow]warning:[/] {note}", highlight=False)
 

@@ -49,6 +49,7 @@ class _Group:
     first_chars: int = 0
     usage_out: int = 0  # output tokens by the API, for samples that also have an estimate
     estimated_out: int = 0
+    failures: dict[str, list[Any]] = field(default_factory=dict)  # kind → [count, example]
     tokens_estimated: bool = False
     model_calls: int = 0
     tool_calls: int = 0
@@ -62,6 +63,12 @@ class _Group:
             lag = s.start - s.scheduled
             self.lag.add(lag)
             self.late += lag > LATE_S
+        if s.status != "ok" and s.error_kind:
+            entry = self.failures.get(s.error_kind)
+            if entry is None:
+                self.failures[s.error_kind] = [1, (s.error or "")[:200]]
+            else:
+                entry[0] += 1
         if s.status in ("cancelled", "dropped"):
             # Stopped by the operator, or never started (open loop over max_in_flight):
             # counted, but neither a success nor a failure of the target.
@@ -128,6 +135,9 @@ class _Group:
         self.first_chars += other.first_chars
         self.usage_out += other.usage_out
         self.estimated_out += other.estimated_out
+        for kind, (count, example) in other.failures.items():
+            entry = self.failures.setdefault(kind, [0, example])
+            entry[0] += count
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
 
@@ -139,6 +149,10 @@ class _Group:
             **self.counts,
             "error_rate": (tasks - ok) / tasks if tasks else None,
             "expect_mismatch": self.expect_mismatch,
+            "failures": {
+                kind: {"count": count, "example": example}
+                for kind, (count, example) in sorted(self.failures.items())
+            },
             "latency": self.latency.summary(),
             "latency_all": self.latency_all.summary(),
             "ttft": self.ttft.summary(),

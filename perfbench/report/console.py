@@ -130,6 +130,20 @@ def cost_table(
     return table
 
 
+def failure_table(summary: Mapping[str, Any]) -> Table | None:
+    """Each kind of failure with its count and one example message, all runs pooled."""
+    failures = summary["pooled"]["overall"].get("failures") or {}
+    if not failures:
+        return None
+    table = Table(title="Failures (measured runs)", title_justify="left")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("tasks", justify="right")
+    table.add_column("example")
+    for kind, entry in sorted(failures.items(), key=lambda kv: -kv[1]["count"]):
+        table.add_row(kind, str(entry["count"]), entry["example"] or "–")
+    return table
+
+
 def run_table(summary: Mapping[str, Any]) -> Table:
     """One row per measured run, then the median across runs: the release gate's view."""
     table = Table(title="Per run (ms); the median row is what compare uses", title_justify="left")

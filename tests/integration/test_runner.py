@@ -217,3 +217,13 @@ async def test_a_timeout_closes_the_model_call_it_interrupted(tmp_path: Path) ->
     assert sample.status == "timeout"
     assert (step.kind, step.status) == ("model", "timeout")
     assert step.duration == pytest.approx(0.5, abs=1e-9)
+
+
+async def test_failures_are_summarised_by_kind_with_an_example(suite: Suite) -> None:
+    runner, _, summarizer = make(suite, Exploding(), Plan(runs=2, warmup=0))
+    await runner.run()
+    summary = summarizer.finish()
+    assert summary["pooled"]["overall"]["failures"] == {
+        "unhandled:RuntimeError": {"count": 2, "example": "boom"}
+    }
+    assert summary["runs"][0]["overall"]["failures"]["unhandled:RuntimeError"]["count"] == 1
