@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -75,6 +76,10 @@ CasesArg = Annotated[
     list[Path],
     typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
 ]
+OptionalCasesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
+]
 RootOpt = Annotated[Path, typer.Option("--root", help="Folder that holds run directories.")]
 
 
@@ -83,6 +88,15 @@ def _errors() -> Iterator[None]:
     """perfbench's own failures end the command with a message, never a traceback."""
     try:
         yield
+    except BaseExceptionGroup as group:  # raised inside a task group: unwrap ours
+        ours = group.subgroup(PerfbenchError)
+        if ours is None or ours.exceptions != group.exceptions:
+            raise
+        first = ours.exceptions[0]
+        err.print(
+            Text.assemble(("error: ", "bold red"), str(first)), highlight=False, soft_wrap=True
+        )
+        raise typer.Exit(ExitCode.CONFIG) from None
     except PerfbenchError as exc:
         # As Text, not markup: messages quote user input such as '[a-z]' verbatim.
         # soft_wrap: a file:line: field: message line stays one line, whatever the width.
@@ -111,7 +125,7 @@ def _root(
 
 @app.command()
 def run(
-    cases: CasesArg,
+    cases: OptionalCasesArg = None,
     target: Annotated[
         str,
         typer.Option(
@@ -201,45 +215,92 @@ def run(
         Path | None,
         typer.Option(help="Dated price overrides (YAML); default ./perfbench.prices.yaml if any."),
     ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue an interrupted run directory: finished tasks are kept."),
+    ] = None,
 ) -> None:
     """Run a case suite: warmup, then measured runs; print per-case statistics.
 
     Example: [bold]perfbench run cases/ --runs 5 --concurrency 4 --label v1.4.0[/]
     """
     with _errors():
-        suite = load_suite(cases)
-        shape = _load_shape(
-            rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease
-        )
-        options = TargetOptions(
-            base_url=base_url,
-            api_key_env=api_key_env,
-            stream=stream,
-            concurrency=concurrency,
-            seed=seed,
-            retries=retries,
-        )
-        session = Session(
-            suite,
-            resolve(target, options),
-            Plan(
+        if resume is not None:
+            session = _resumed_session(resume, quiet)
+        else:
+            if not cases:
+                raise typer.BadParameter("give case files or folders (or --resume RUN_DIR)")
+            suite = load_suite(cases)
+            shape = _load_shape(
+                rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease
+            )
+            options = TargetOptions(
+                base_url=base_url,
+                api_key_env=api_key_env,
+                stream=stream,
+                concurrency=concurrency,
+                seed=seed,
+                retries=retries,
+            )
+            plan = Plan(
                 runs=runs,
                 warmup=warmup,
                 repeat=repeat,
                 concurrency=concurrency,
                 seed=seed,
                 load=shape,
-            ),
-            out_root=out_dir,
-            label=label,
-            on_pass=None if quiet else _pass_printer(suite, runs),
-            pricer=load_pricer(prices),
-        )
+            )
+            session = Session(
+                suite,
+                resolve(target, options),
+                plan,
+                out_root=out_dir,
+                label=label,
+                on_pass=None if quiet else _pass_printer(suite, runs),
+                pricer=load_pricer(prices),
+                invocation={
+                    "cases": [str(p.resolve()) for p in cases],
+                    "target": target,
+                    "options": asdict(options),
+                    "prices": str(prices.resolve()) if prices else None,
+                },
+            )
         result = anyio.run(_run_with_sigint, session)
     _print_result(result.summary, result.meta)
     out.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
     if result.interrupted:
         raise typer.Exit(ExitCode.INTERRUPTED)
+
+
+def _resumed_session(run_dir: Path, quiet: bool) -> Session:
+    """Rebuild a run from its meta.json and continue it: same suite (checked by digest), same
+    target, same plan; finished tasks are kept, the rest run."""
+    meta = store.read_json(run_dir / store.META)
+    how = meta.get("invocation")
+    if not how:
+        raise PerfbenchError(f"{run_dir} does not record how it was started; it cannot resume")
+    if meta["load"]["shape"] == "rate":
+        raise PerfbenchError("an open-loop (--rate) run cannot resume: its schedule is gone")
+    if meta.get("status") == "completed":
+        raise PerfbenchError(f"{run_dir} is complete; nothing to resume")
+    suite = load_suite([Path(p) for p in how["cases"]])
+    plan_doc = dict(meta["plan"])
+    load = plan_doc.pop("load", None)
+    shape = Adaptive(**load) if meta["load"]["shape"] == "adaptive" and load else None
+    plan = Plan(**plan_doc, load=shape)
+    options = TargetOptions(**how["options"])
+    prices = Path(how["prices"]) if how.get("prices") else None
+    return Session(
+        suite,
+        resolve(how["target"], options),
+        plan,
+        run_dir=run_dir,
+        label=meta.get("label"),
+        on_pass=None if quiet else _pass_printer(suite, plan.runs),
+        pricer=load_pricer(prices),
+        invocation=how,
+        resume=True,
+    )
 
 
 def _load_shape(

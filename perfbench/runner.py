@@ -74,6 +74,8 @@ class Runner:
         self._stopped = False
         self._done = 0
         self.t0 = 0.0
+        self.skip: set[tuple[str, int, str, int]] = set()  # tasks already measured (resume)
+        self.resume_at = 0.0  # a resumed run's clock continues from here
         shape = plan.load
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
         self._gate: anyio.CapacityLimiter | None = None
@@ -86,7 +88,7 @@ class Runner:
 
     async def run(self) -> Outcome:
         self.clock = bind(self.clock)
-        self.t0 = self.clock()
+        self.t0 = self.clock() - self.resume_at
         if self.aimd is not None:
             self._gate = anyio.CapacityLimiter(self.aimd.limit)
         with anyio.CancelScope() as self._scope:
@@ -97,7 +99,15 @@ class Runner:
         return Outcome(self._stopped, self.t0, self.clock())
 
     async def _pass(self, phase: Phase, index: int) -> None:
-        todo = [(c, i) for c in self.suite.cases for i in range(self.plan.repeat)]
+        todo = [
+            (c, i)
+            for c in self.suite.cases
+            for i in range(self.plan.repeat)
+            if (phase, index, c.id, i) not in self.skip
+        ]
+        if not todo:  # measured before an interruption: nothing left in this pass
+            self.recorder.pass_finished(phase, index)
+            return
         if self.on_pass is not None:
             self.on_pass(phase, index, len(todo))
         try:

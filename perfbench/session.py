@@ -15,6 +15,7 @@ from typing import Any
 from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.cost import Pricer
+from perfbench.errors import StoreError
 from perfbench.load import Adaptive
 from perfbench.recorder import Observer, Recorder
 from perfbench.runner import PassHook, Plan, Runner
@@ -50,15 +51,21 @@ class Session:
         observers: list[Observer] | None = None,
         run_dir: Path | None = None,
         pricer: Pricer | None = None,
+        invocation: dict[str, Any] | None = None,
+        resume: bool = False,
     ) -> None:
         self.suite, self.target, self.plan = suite, target, plan
         self.out_root, self.label = out_root, label
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
+        self.invocation = invocation  # how to rebuild this run (for --resume); no keys in it
+        self.resume = resume
         self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
         self.pricer = pricer
         self.price_ref: str | None = getattr(target, "price_ref", None)
         self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
         self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
+        # Checked before any task runs (and outside the event loop, so errors stay plain).
+        self._resume_meta = self._resumed(run_dir) if resume and run_dir is not None else None
 
     def stop(self) -> None:
         self.runner.stop()
@@ -70,8 +77,12 @@ class Session:
 
     async def run(self) -> RunResult:
         started = datetime.now(UTC)
-        run_dir = self._create_dir(started)
-        meta = self._meta(run_dir, started)
+        if self._resume_meta is not None:
+            run_dir: Path | None = self.run_dir
+            meta = self._resume_meta
+        else:
+            run_dir = self._create_dir(started)
+            meta = self._meta(run_dir, started)
         if run_dir is not None:
             store.write_json(run_dir / store.META, meta)
             self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
@@ -100,6 +111,24 @@ class Session:
                 store.write_json(run_dir / store.SUMMARY, summary)
                 store.write_json(run_dir / store.META, meta)
         return RunResult(run_dir, meta, summary)
+
+    def _resumed(self, run_dir: Path) -> dict[str, Any]:
+        """Take up an interrupted run: keep every finished task, run only the rest."""
+        meta: dict[str, Any] = store.read_json(run_dir / store.META)
+        if meta["suite"]["digest"] != self.suite.digest:
+            raise StoreError(
+                f"{run_dir} was measured with another version of the suite (digest "
+                f"{meta['suite']['digest'][:12]}, now {self.suite.digest[:12]}); start a new run"
+            )
+        kept = store.compact_samples(run_dir)  # drops a torn last line and cancelled tasks
+        for sample in kept:
+            self.summarizer.add(sample)
+        self.runner.skip = {s.key for s in kept}
+        # Continue the run's timeline after what is on disk, so per-run windows stay ordered.
+        self.runner.resume_at = max((s.end for s in kept), default=0.0)
+        meta["status"] = "running"
+        meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
+        return meta
 
     def _create_dir(self, started: datetime) -> Path | None:
         if self.run_dir is not None:
@@ -142,6 +171,7 @@ class Session:
                 "priced_as": self.price_ref,
                 "simulated": bool(getattr(self.target, "simulated", False)),
             },
+            "invocation": self.invocation,
             "perfbench_version": __version__,
             "packages": host.package_versions(),
             "host": host.fingerprint(),

@@ -121,6 +121,24 @@ def read_samples(run_dir: Path) -> Iterator[Sample]:
             yield Sample.from_json(orjson.loads(line))
 
 
+def compact_samples(run_dir: Path) -> list[Sample]:
+    """Rewrite samples.jsonl without a torn last line or cancelled tasks (to be run again);
+    returns the samples kept. Atomic: a crash here leaves the old file."""
+    kept = [s for s in read_samples(run_dir) if s.status != "cancelled"]
+    path = run_dir / SAMPLES
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{SAMPLES}.", dir=run_dir)
+        with os.fdopen(fd, "wb") as fh:
+            for sample in kept:
+                fh.write(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreError(f"cannot rewrite {path}: {exc.strerror}") from exc
+    return kept
+
+
 @dataclass(frozen=True)
 class RunInfo:
     path: Path
