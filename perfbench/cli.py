@@ -155,6 +155,13 @@ def run(
     retries: Annotated[
         int, typer.Option(min=0, help="Retries of a 429/5xx answer, waiting as the server asks.")
     ] = 3,
+    check_tokens: Annotated[
+        bool,
+        typer.Option(
+            help="Also count output tokens offline when the API reports usage, to "
+            "show the discrepancy (costs client CPU per call)."
+        ),
+    ] = False,
     runs: Annotated[
         int, typer.Option(min=1, help="Measured passes over the suite; statistics are per run.")
     ] = 5,
@@ -241,6 +248,7 @@ def run(
                 concurrency=concurrency,
                 seed=seed,
                 retries=retries,
+                check_tokens=check_tokens,
             )
             plan = Plan(
                 runs=runs,

@@ -177,6 +177,11 @@ class ModelCall:
         if content and task.ttfo is None:
             task.ttfo = now - task.start
 
+    def set_tokens(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        """Token counts known only after the call ended (an offline estimate)."""
+        self._step.tokens_in = tokens_in
+        self._step.tokens_out = tokens_out
+
     def finish(
         self, *, tokens_in: int | None, tokens_out: int | None, status: Status = "ok"
     ) -> None:

@@ -26,9 +26,11 @@ class MockHttp:
         concurrency: int = 1,
         stream: bool = True,
         retry: RetryPolicy | None = None,
+        check_tokens: bool = False,
     ) -> None:
         self.profile, self.seed = profile, seed
         self.concurrency, self.stream, self.retry = concurrency, stream, retry
+        self.check_tokens = check_tokens
         self._name = f"mock+http:{profile}"
         from perfbench.mock.profile import load_profile
 
@@ -52,6 +54,7 @@ class MockHttp:
             retry=self.retry,
             concurrency=self.concurrency,
             seed_headers=True,
+            check_tokens=self.check_tokens,
         )
         return self
 

@@ -46,6 +46,7 @@ class TargetOptions:
     concurrency: int = 1
     seed: int = 0
     retries: int = 3
+    check_tokens: bool = False  # also count output tokens offline when the API reports usage
 
 
 def resolve(spec: str, options: TargetOptions | None = None) -> Target:
@@ -67,6 +68,7 @@ def resolve(spec: str, options: TargetOptions | None = None) -> Target:
             concurrency=options.concurrency,
             stream=options.stream,
             retry=RetryPolicy(max_retries=options.retries),
+            check_tokens=options.check_tokens,
         )
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
@@ -99,6 +101,7 @@ def _model(spec: str, options: TargetOptions) -> Target:
         stream=options.stream,
         retry=RetryPolicy(max_retries=options.retries),
         concurrency=options.concurrency,
+        check_tokens=options.check_tokens,
     )
 
 

@@ -1006,7 +1006,7 @@ async def test_usage_is_kept_beside_the_offline_estimate(
             ]
         )
     )
-    s = await measure("openai", suite_of(tmp_path))
+    s = await measure("openai", suite_of(tmp_path), check_tokens=True)
     assert (s.tokens_out, s.tokens_out_estimate, s.tokens_estimated) == (4, 2, False)
     assert s.tokenizer == "o200k_base"
     from perfbench.stats import summarize
