@@ -183,13 +183,16 @@ class Runner:
                 with anyio.CancelScope() as limit:
                     for case, iteration in queue:
                         if self._gate is not None:  # adaptive: wait for a free slot
+                            limit.deadline = math.inf  # no stale deadline while waiting here
                             await self._gate.acquire()
                             await self._respect_hold()
                         try:
                             task = self._start(case, phase, index, iteration)
                             limit.deadline = deadline_clock() + case.timeout_s
                             sample = await self._attempt(task)
-                            limit.deadline = math.inf
+                            # The old deadline is left in place until the next task sets its
+                            # own (one timer reset per task, not two): if it fires in between,
+                            # ``task`` is None and the loop just carries on.
                             task = None
                             self._finish(sample)
                         finally:

@@ -33,13 +33,14 @@ class MockAgent:
         self._name = f"mock:{profile_name}"
         self._tools: dict[str, tuple[ToolSpec, ...]] = {}
         self._limits: Limiter | None = None
+        self._has_limits = profile.rate_limits != RateLimits()
         # Costs are simulated: the simulated model borrows a real model's prices.
         self.price_ref = next(iter(profile.models.values())).prices_as
         self.simulated = True
 
     def _limiter(self, task: Task) -> Limiter | None:
         """The profile's rate limits, on the run's clock (made on first use, in the loop)."""
-        if self._limits is None and self.profile.rate_limits != RateLimits():
+        if self._limits is None and self._has_limits:
             self._limits = Limiter(self.profile.rate_limits, task.clock)
         return self._limits
 
