@@ -74,9 +74,6 @@ class Pricer:
             return None
         return _cost(self, ref, tokens_in or 0, tokens_out or 0)
 
-    def priced(self, ref: str | None) -> bool:
-        return ref is not None and self.cost(ref, 1, 1) is not None
-
 
 @functools.lru_cache(maxsize=65536)
 def _cost(pricer: Pricer, ref: str, tokens_in: int, tokens_out: int) -> float | None:

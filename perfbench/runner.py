@@ -41,9 +41,6 @@ class Plan:
         warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
         return warm + [("measured", i) for i in range(self.runs)]
 
-    def tasks_per_pass(self, suite: Suite) -> int:
-        return len(suite.cases) * self.repeat
-
 
 @dataclass(frozen=True)
 class Outcome:
