@@ -3,11 +3,12 @@ it holds no measurement logic of its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from enum import IntEnum
@@ -20,19 +21,31 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from perfbench import __version__, store
+from perfbench import __version__, config, store
 from perfbench.advice import advise
+from perfbench.compare import BY_NAME, Comparison, compare
 from perfbench.cost import load_pricer
-from perfbench.errors import PerfbenchError
+from perfbench.errors import GateError, PerfbenchError, StoreError
+from perfbench.gate import (
+    Outcome,
+    ThresholdResult,
+    build_rules,
+    check_thresholds,
+    outcome,
+    parse_threshold,
+)
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.load.knee import Level, StopRule
 from perfbench.report import console as tables
+from perfbench.report import markdown
+from perfbench.report.junit import junit
 from perfbench.runner import Plan
 from perfbench.sample import Phase
 from perfbench.session import RunResult, Session
-from perfbench.stats import summarize
+from perfbench.stats import across_runs, summarize
 from perfbench.suite import Suite, load_suite
-from perfbench.sweep import Sweep, SweepPlan, markdown
+from perfbench.sweep import Sweep, SweepPlan
+from perfbench.sweep import markdown as sweep_markdown
 from perfbench.targets.registry import TargetOptions, resolve
 
 
@@ -42,6 +55,9 @@ class ExitCode(IntEnum):
     OK = 0
     USAGE = 2  # bad command line (typer/click's own code)
     CONFIG = 3  # bad case file, profile, target or run directory; perfbench could not work
+    REGRESSION = 4  # compare: the candidate is significantly worse on a gated metric
+    THRESHOLD = 5  # compare: an absolute threshold (--threshold p95<2s) is breached
+    INCONCLUSIVE = 6  # compare --strict: a big change that more runs must confirm
     INTERRUPTED = 130  # stopped with Ctrl-C; what was measured is kept
 
 
@@ -486,7 +502,7 @@ def sweep(
         result = anyio.run(
             Sweep(suite, factory, plan, out_root=out_dir, target_name=name, on_level=on_level).run
         )
-    out.print(markdown(result.levels, result.findings, plan), highlight=False, markup=False)
+    out.print(sweep_markdown(result.levels, result.findings, plan), highlight=False, markup=False)
     out.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
 
 
@@ -525,15 +541,259 @@ def show(
 ) -> None:
     """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
     with _errors():
-        run_dir = store.resolve_run(run_ref, root)
-        meta = store.read_json(run_dir / store.META)
-        if (run_dir / store.SUMMARY).is_file():
-            summary = store.read_json(run_dir / store.SUMMARY)
-        else:
-            timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
-            summary = summarize(store.read_samples(run_dir), timeouts)
+        run_dir, meta, summary = _load_run(run_ref, root)
     _print_result(summary, meta)
     out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
+
+
+def _load_run(ref: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """A run's directory, meta and summary; the summary is recomputed from samples.jsonl when
+    the run was killed before writing it."""
+    run_dir = store.resolve_run(ref, root)
+    meta = store.read_json(run_dir / store.META)
+    if (run_dir / store.SUMMARY).is_file():
+        return run_dir, meta, store.read_json(run_dir / store.SUMMARY)
+    timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
+    return run_dir, meta, summarize(store.read_samples(run_dir), timeouts)
+
+
+def _load_side(ref: str, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One side of a comparison: a run, or with a shell pattern (``'base-*'``) every matching
+    run directory, their runs pooled as one side's repetitions. That is how baseline and
+    candidate measured interleaved on one CI runner (one run per directory) are compared."""
+    if not any(ch in ref for ch in "*?["):
+        _, meta, summary = _load_run(ref, root)
+        return meta, summary
+    dirs = store.match_runs(ref, root)
+    if not dirs:
+        raise StoreError(f"no run directory in {root}/ has a name or label matching '{ref}'")
+    loaded = [_load_run(str(d), root)[1:] for d in dirs]
+    if len({m["suite"].get("digest") for m, _ in loaded}) > 1:
+        raise GateError(f"the runs matching '{ref}' measured different suites")
+    runs = [run for _, summary in loaded for run in summary["runs"]]
+    unfinished = [m["status"] for m, _ in loaded if m.get("status") != "completed"]
+    meta = {
+        **loaded[0][0],
+        "id": f"{ref} ({len(dirs)} run directories)",
+        "label": None,
+        "status": unfinished[0] if unfinished else "completed",
+    }
+    return meta, {"runs": runs, "across_runs": across_runs(runs)}
+
+
+_OUTCOME_CODES: dict[Outcome, ExitCode] = {
+    "pass": ExitCode.OK,
+    "regression": ExitCode.REGRESSION,
+    "threshold": ExitCode.THRESHOLD,
+    "inconclusive": ExitCode.INCONCLUSIVE,
+}
+
+
+@app.command("compare")
+def compare_(
+    baseline_ref: Annotated[
+        str, typer.Argument(metavar="BASELINE", help="Run directory, name or label.")
+    ],
+    candidate_ref: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[CANDIDATE]",
+            help="Run directory, name or label. Alone, BASELINE is checked against --threshold.",
+        ),
+    ] = None,
+    max_regression: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--max-regression",
+            help="Relative threshold per metric, e.g. p95=15% (repeatable). Metrics: "
+            + ", ".join(BY_NAME),
+        ),
+    ] = None,
+    floor: Annotated[
+        list[str] | None,
+        typer.Option("--floor", help="Absolute floor per metric, e.g. p50=5ms (repeatable)."),
+    ] = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            help="Absolute limit on the candidate, k6 style: 'p95<2s', 'error_rate<1%', "
+            "'p99{case=answer-en}<800ms' (repeatable).",
+        ),
+    ] = None,
+    gate_metrics: Annotated[
+        str | None, typer.Option("--gate", help="Gate only these metrics: p50,p95,error_rate.")
+    ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            help="Gated scopes: overall (default), cases, languages or all; more than overall "
+            "turns on the Benjamini-Hochberg correction."
+        ),
+    ] = None,
+    alpha: Annotated[float | None, typer.Option(help="Significance level (default 0.05).")] = None,
+    strict: Annotated[
+        bool | None,
+        typer.Option("--strict/--no-strict", help="Fail (exit 6) on an inconclusive result."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compare runs of different suites anyway.")
+    ] = False,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="Settings file (default: ./perfbench.toml or pyproject)."),
+    ] = None,
+    markdown_file: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the Markdown summary here.")
+    ] = None,
+    junit_file: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the verdict as JSON instead of Markdown.")
+    ] = False,
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Compare a candidate run with a baseline; the exit code is the verdict.
+
+    Each metric's run-level values are tested (one-sided exact Mann-Whitney); a metric regresses
+    when its median moved beyond its threshold and floor and p < alpha. Exit codes: 0 pass,
+    4 regression, 5 threshold breached, 6 inconclusive (with --strict), 3 perfbench error.
+    """
+    with _errors():
+        settings = config.compare_settings(config_file or config.find(Path.cwd()))
+        thresholds = [
+            parse_threshold(t) for t in [*settings.get("thresholds", []), *(threshold or [])]
+        ]
+        rules = build_rules(
+            settings,
+            max_regression or (),
+            floor or (),
+            [gate_metrics] if gate_metrics else None,
+            [scope] if scope else None,
+            alpha,
+        )
+        if candidate_ref is None and not thresholds:
+            raise GateError("give a baseline and a candidate, or one run and --threshold")
+        cand_meta, cand_summary = _load_side(candidate_ref or baseline_ref, root)
+        result, base_meta, notes = None, cand_meta, list(_run_notes(cand_meta, "candidate"))
+        if candidate_ref is not None:
+            base_meta, base_summary = _load_side(baseline_ref, root)
+            notes += _pair_notes(base_meta, cand_meta, force)
+            notes += _run_notes(base_meta, "baseline")
+            result = compare(base_summary, cand_summary, rules)
+        checked = check_thresholds(cand_summary, thresholds)
+    strict_on = strict if strict is not None else bool(settings.get("strict", False))
+    verdict = outcome(result, checked, strict_on)
+    if result is not None:
+        text = markdown.comparison(result, base_meta, cand_meta, checked, verdict, notes)
+    else:
+        text = markdown.thresholds_only(cand_meta, checked, verdict, notes)
+    if as_json:
+        _print_json(result, base_meta, cand_meta, checked, verdict, notes)
+    else:
+        sys.stdout.write(text)
+    with _errors():
+        if markdown_file is not None:
+            _write_text(markdown_file, text)
+        if junit_file is not None:
+            _write_text(junit_file, junit(result, checked))
+        summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_path:
+            with open(summary_path, "a", encoding="utf-8") as f:
+                f.write(text)
+    raise typer.Exit(_OUTCOME_CODES[verdict])
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _run_notes(meta: Mapping[str, Any], side: str) -> Iterator[str]:
+    if meta.get("status") != "completed":
+        yield (
+            f"the {side} run {meta['id']} is {meta.get('status')}: its summary covers only what "
+            f"was measured; finish it with `perfbench run --resume`"
+        )
+
+
+def _pair_notes(base: Mapping[str, Any], cand: Mapping[str, Any], force: bool) -> list[str]:
+    """Refuse runs of different suites unless forced; warn where the runs' conditions differ."""
+    notes = []
+    digests = base["suite"].get("digest"), cand["suite"].get("digest")
+    if digests[0] != digests[1]:
+        if not force:
+            raise GateError(
+                f"the runs measured different suites (digest {str(digests[0])[:12]} vs "
+                f"{str(digests[1])[:12]}): their figures are not comparable; use --force to "
+                "compare anyway"
+            )
+        notes.append("the runs measured different suites (compared with --force)")
+    if base.get("host") != cand.get("host"):
+        notes.append(
+            "the runs were made on different hosts: latency differences may be the machine's; "
+            "run baseline and candidate on the same runner"
+        )
+    if base.get("perfbench_version") != cand.get("perfbench_version"):
+        notes.append(
+            f"perfbench versions differ ({base.get('perfbench_version')} vs "
+            f"{cand.get('perfbench_version')})"
+        )
+    return notes
+
+
+def _print_json(
+    result: Comparison | None,
+    base_meta: Mapping[str, Any],
+    cand_meta: Mapping[str, Any],
+    checked: list[ThresholdResult],
+    verdict: Outcome,
+    notes: list[str],
+) -> None:
+    """The verdict for scripts: the Comparison dataclass as it is (it is the export schema)."""
+    doc = {
+        "outcome": verdict,
+        "exit_code": int(_OUTCOME_CODES[verdict]),
+        "baseline": base_meta["id"] if result is not None else None,
+        "candidate": cand_meta["id"],
+        "comparison": asdict(result) if result is not None else None,
+        "thresholds": [asdict(t) for t in checked],
+        "notes": notes,
+    }
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+@app.command("export")
+def export_(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run directory, name or label.")],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="csv, parquet (needs pyarrow) or json (lines).")
+    ] = "csv",
+    out_path: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output file (default: samples.<ext> in the run dir)."),
+    ] = None,
+    phase: Annotated[str, typer.Option(help="measured, warmup or all.")] = "measured",
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Write a run's samples as a table (one row per task) for notebooks and other tools.
+
+    From Python: `perfbench.export.load_run(path).samples()` gives the same pandas DataFrame.
+    """
+    from perfbench import export
+
+    if fmt not in export.FORMATS:
+        raise typer.BadParameter(f"--format is one of {', '.join(export.FORMATS)}")
+    if phase not in export.PHASES:
+        raise typer.BadParameter(f"--phase is one of {', '.join(export.PHASES)}")
+    with _errors():
+        run = export.load_run(store.resolve_run(run_ref, root))
+        written = export.export(run, fmt, out_path, phase)
+    err.print(f"Wrote [bold]{written}[/]", highlight=False)
 
 
 @cases_app.command("check")

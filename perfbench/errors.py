@@ -8,7 +8,9 @@ The tree::
     │   └── SuiteError              a suite as a whole is wrong (no files, empty, duplicate ids)
     ├── ProfileError                a mock profile is malformed
     ├── TargetError                 a target string cannot be resolved or configured
-    └── StoreError                  a run directory cannot be written or read
+    ├── StoreError                  a run directory cannot be written or read
+    └── GateError                   a comparison cannot be made (different suites), or a rule,
+                                    threshold or setting of the gate is malformed
 """
 
 from __future__ import annotations
@@ -58,3 +60,7 @@ class TargetError(PerfbenchError):
 
 class StoreError(PerfbenchError):
     """A run directory cannot be created, written or read."""
+
+
+class GateError(PerfbenchError):
+    """A comparison that cannot be made, or a gate rule, threshold or setting that is wrong."""

@@ -8,6 +8,7 @@ runs/<UTC time>_<suite>_<target>[_<label>]/
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -167,3 +168,13 @@ def resolve_run(ref: str, root: Path) -> Path:
     if not matches:
         raise StoreError(f"no run '{ref}': not a run directory, nor a name or label in {root}/")
     return matches[-1]
+
+
+def match_runs(pattern: str, root: Path) -> list[Path]:
+    """Every run under ``root`` whose name or label matches the shell pattern, oldest first."""
+    return [
+        r.path
+        for r in list_runs(root)
+        if fnmatch.fnmatchcase(r.path.name, pattern)
+        or fnmatch.fnmatchcase(str(r.meta.get("label") or ""), pattern)
+    ]

@@ -1,0 +1,397 @@
+"""Release-to-release comparison: baseline and candidate summaries in, one verdict per metric out.
+
+Pure: plain ``summary.json`` documents in, a :class:`Comparison` out (its ``asdict`` is the
+``--json`` schema). The unit of replication is the run (DESIGN §6): each side's run-level
+values are compared with a one-sided exact Mann-Whitney test, and a metric regresses only when
+all three hold:
+
+* the ratio of the medians across runs is beyond the metric's threshold (10% for P50, mean,
+  TTFT P50 and throughput, 15% for P95, 25% for P99; 0 for tokens, cost and rates),
+* the test gives p < alpha (0.05) that the candidate is worse,
+* the difference of the medians is above the metric's absolute floor (5 ms for latencies,
+  1 percentage point for error and 429 rates).
+
+A change beyond threshold and floor that is not significant is *inconclusive* in the worse
+direction (say: more runs are needed) and *pass* in the better one. Pooling every task of every
+run into one test would treat run-to-run noise as signal: simulated, it raised 42% false alarms
+where the run-level test raised 4%.
+
+Tokens and cost of deterministic cases are the same in every run: when both sides show no
+spread at all, they are compared exactly (any difference beyond the tolerance counts, no test).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Literal
+
+Better = Literal["lower", "higher"]
+Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
+Scope = Literal["overall", "case", "language"]
+EXACT_LIMIT = 40  # runs on both sides together; above it the normal approximation is used
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One comparable figure of a run: where it is in a run's metrics, which way is better,
+    the relative threshold and the absolute floor a change must pass to count."""
+
+    name: str
+    path: str  # dotted path in a run's per-scope metrics (stats.py)
+    better: Better
+    threshold: float  # relative, 0.15 = 15%
+    floor: float  # absolute, in the metric's unit
+    unit: Literal["s", "rate", "tasks/s", "tokens", "USD"]
+    deterministic: bool = False  # equal in every run of a deterministic suite
+
+
+MS5 = 0.005
+METRICS: tuple[Metric, ...] = (
+    Metric("p50", "latency.p50", "lower", 0.10, MS5, "s"),
+    Metric("p95", "latency.p95", "lower", 0.15, MS5, "s"),
+    Metric("p99", "latency.p99", "lower", 0.25, MS5, "s"),
+    Metric("mean", "latency.mean", "lower", 0.10, MS5, "s"),
+    Metric("ttft_p50", "ttft.p50", "lower", 0.10, MS5, "s"),
+    Metric("ttft_p95", "ttft.p95", "lower", 0.15, MS5, "s"),
+    Metric("throughput", "throughput", "higher", 0.10, 0.0, "tasks/s"),
+    # Rates sit near zero, where ratios explode: the floor (in points) does the work.
+    Metric("error_rate", "error_rate", "lower", 0.0, 0.01, "rate"),
+    Metric("rate_429", "throttle_rate", "lower", 0.0, 0.01, "rate"),
+    Metric("tokens_in", "tokens_in", "lower", 0.0, 0.0, "tokens", deterministic=True),
+    Metric("tokens_out", "tokens_out", "lower", 0.0, 0.0, "tokens", deterministic=True),
+    Metric("cost", "cost_per_task", "lower", 0.0, 0.0, "USD", deterministic=True),
+)
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What counts as a regression. Built from defaults, the config file and the command line."""
+
+    metrics: tuple[Metric, ...] = METRICS
+    alpha: float = 0.05
+    gate: tuple[str, ...] = tuple(m.name for m in METRICS)  # the declared, gated metrics
+    scopes: tuple[Scope, ...] = ("overall",)  # gated scopes; other rows are informational
+    correction: Literal["auto", "bh", "none"] = "auto"  # auto: BH when more than overall is gated
+
+    def metric(self, name: str) -> Metric:
+        return next(m for m in self.metrics if m.name == name)
+
+    def with_threshold(self, name: str, threshold: float) -> Rules:
+        return self._replace_metric(name, threshold=threshold)
+
+    def with_floor(self, name: str, floor: float) -> Rules:
+        return self._replace_metric(name, floor=floor)
+
+    def _replace_metric(self, name: str, **changes: float) -> Rules:
+        if name not in {m.name for m in self.metrics}:
+            raise KeyError(name)
+        metrics = tuple(replace(m, **changes) if m.name == name else m for m in self.metrics)  # type: ignore[arg-type]
+        return replace(self, metrics=metrics)
+
+    @property
+    def corrected(self) -> bool:
+        if self.correction == "auto":
+            return self.scopes != ("overall",)
+        return self.correction == "bh"
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    min: float
+    max: float
+    n: int
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    scope: Scope
+    key: str  # case id or language; "" for overall
+    metric: str
+    unit: str
+    better: Better
+    baseline: Spread | None
+    candidate: Spread | None
+    ratio: float | None  # candidate median / baseline median
+    change: float | None  # signed relative change of the median, (c − b) / b
+    p: float | None  # one-sided p that the candidate moved the way it did
+    verdict: Verdict
+    gated: bool
+    q: float | None = None  # p adjusted (Benjamini-Hochberg) when rows are corrected
+    exact: bool = False  # compared exactly: both sides deterministic
+    # Runs left out of the test as outliers (index into that side's runs), see _outlier.
+    outliers: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: list[Row]
+    correction: str  # "none" or "benjamini-hochberg"
+    gated: list[str]
+    scopes: list[str]
+    alpha: float
+    runs: tuple[int, int]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [r for r in self.rows if r.gated and r.verdict == "regression"]
+
+    @property
+    def inconclusive(self) -> list[Row]:
+        return [r for r in self.rows if r.gated and r.verdict == "inconclusive"]
+
+    @property
+    def improvements(self) -> list[Row]:
+        return [r for r in self.rows if r.gated and r.verdict == "improvement"]
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.regressions:
+            return "regression"
+        if self.inconclusive:
+            return "inconclusive"
+        return "improvement" if self.improvements else "pass"
+
+
+def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Rules) -> Comparison:
+    """Compare two ``summary.json`` documents of the same suite."""
+    base_runs, cand_runs = baseline["runs"], candidate["runs"]
+    rows = [
+        _row(rules, metric, scope, key, base_runs, cand_runs)
+        for scope, key in _scopes(base_runs, cand_runs)
+        for metric in rules.metrics
+    ]
+    rows = [r for r in rows if r.baseline is not None or r.candidate is not None]
+    if rules.corrected:
+        rows = _benjamini_hochberg(rows, rules)
+    return Comparison(
+        rows=rows,
+        correction="benjamini-hochberg" if rules.corrected else "none",
+        gated=list(rules.gate),
+        scopes=list(rules.scopes),
+        alpha=rules.alpha,
+        runs=(len(base_runs), len(cand_runs)),
+        warnings=list(_warnings(len(base_runs), len(cand_runs), rules.alpha)),
+    )
+
+
+def _scopes(base: Sequence[Any], cand: Sequence[Any]) -> Iterable[tuple[Scope, str]]:
+    yield "overall", ""
+    for scope, name in (("case", "cases"), ("language", "languages")):
+        keys = sorted({k for r in (*base, *cand) for k in r.get(name, {})})
+        for key in keys:
+            yield scope, key  # type: ignore[misc]
+
+
+def _values(
+    runs: Sequence[Mapping[str, Any]], scope: Scope, key: str, path: str
+) -> dict[int, float]:
+    """Run index → value, for the runs that have the figure."""
+    out = {}
+    for index, run in enumerate(runs):
+        metrics = run["overall"] if scope == "overall" else run[scope + "s"].get(key)
+        value = _get(metrics, path) if metrics is not None else None
+        if value is not None:
+            out[index] = float(value)
+    return out
+
+
+OUTLIER_Z = 3.5  # modified z-score (Iglewicz and Hoaglin) beyond which a run is an outlier
+OUTLIER_SHARE = 0.10  # …and only if it is also this far from the median, relatively
+
+
+def _outlier(values: Mapping[int, float]) -> int | None:
+    """The one run (of four or more) far from the others, or None. One slow run, say a cold
+    cache or a noisy neighbour, would otherwise cost the rank test its power: with five runs a
+    side, a single baseline run above every candidate run lifts p from 0.004 to 0.075."""
+    if len(values) < 4:
+        return None
+    med = statistics.median(values.values())
+    mad = statistics.median(abs(v - med) for v in values.values())
+    index = max(values, key=lambda i: abs(values[i] - med))
+    deviation = abs(values[index] - med)
+    if deviation <= OUTLIER_SHARE * abs(med):
+        return None
+    if mad and deviation / (1.4826 * mad) <= OUTLIER_Z:
+        return None
+    return index
+
+
+def _get(metrics: Mapping[str, Any], path: str) -> Any:
+    value: Any = metrics
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return None if isinstance(value, bool) else value
+
+
+def spread(values: Sequence[float]) -> Spread | None:
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values), tuple(values))
+
+
+def _row(
+    rules: Rules,
+    metric: Metric,
+    scope: Scope,
+    key: str,
+    base_runs: Sequence[Mapping[str, Any]],
+    cand_runs: Sequence[Mapping[str, Any]],
+) -> Row:
+    base_by_run = _values(base_runs, scope, key, metric.path)
+    cand_by_run = _values(cand_runs, scope, key, metric.path)
+    gated = metric.name in rules.gate and scope in rules.scopes
+    b, c = spread(list(base_by_run.values())), spread(list(cand_by_run.values()))
+    if b is None or c is None:
+        return Row(scope, key, metric.name, metric.unit, metric.better, b, c, None, None, None,
+                   "n/a", gated)  # fmt: skip
+    exact = metric.deterministic and b.min == b.max and c.min == c.max
+    worse = c.median - b.median if metric.better == "lower" else b.median - c.median
+    outliers = () if exact else _outliers(base_by_run, cand_by_run)
+    base = [v for i, v in base_by_run.items() if ("baseline", i) not in outliers]
+    cand = [v for i, v in cand_by_run.items() if ("candidate", i) not in outliers]
+    if exact:
+        p = 0.0 if not math.isclose(b.median, c.median, rel_tol=1e-9, abs_tol=1e-12) else 1.0
+    elif worse >= 0:
+        p = mann_whitney(cand, base) if metric.better == "lower" else mann_whitney(base, cand)
+    else:
+        p = mann_whitney(base, cand) if metric.better == "lower" else mann_whitney(cand, base)
+    row = Row(
+        scope,
+        key,
+        metric.name,
+        metric.unit,
+        metric.better,
+        b,
+        c,
+        c.median / b.median if b.median else None,
+        (c.median - b.median) / abs(b.median) if b.median else None,
+        p,
+        "pass",
+        gated,
+        exact=exact,
+        outliers=outliers,
+    )
+    return replace(row, verdict=_verdict(metric, b.median, worse, p, rules.alpha))
+
+
+def _outliers(base: Mapping[int, float], cand: Mapping[int, float]) -> tuple[tuple[str, int], ...]:
+    found = (("baseline", _outlier(base)), ("candidate", _outlier(cand)))
+    return tuple((side, i) for side, i in found if i is not None)
+
+
+def _verdict(metric: Metric, base: float, worse: float, p: float, alpha: float) -> Verdict:
+    """``worse`` is the change of the median toward worse, in the metric's unit."""
+    if math.isclose(worse, 0.0, abs_tol=1e-12):
+        return "pass"
+    relative = abs(worse) / abs(base) if base else math.inf
+    if relative <= metric.threshold or abs(worse) <= metric.floor:
+        return "pass"
+    if p < alpha:
+        return "regression" if worse > 0 else "improvement"
+    return "inconclusive" if worse > 0 else "pass"
+
+
+def mann_whitney(high: Sequence[float], low: Sequence[float]) -> float:
+    """One-sided p of the exact Mann-Whitney (rank-sum) test that ``high`` tends to be larger
+    than ``low``: the share of all equally likely splits of the pooled values whose rank sum
+    for ``high`` is at least the observed one. Ties get mid-ranks and stay exact."""
+    n, m = len(high), len(low)
+    if not n or not m:
+        return 1.0
+    ranks = _midranks([*high, *low])
+    doubled = [round(2 * r) for r in ranks]  # mid-ranks are halves: doubling keeps integers
+    observed = sum(doubled[:n])
+    if n + m > EXACT_LIMIT:
+        return _normal_p(doubled, n, observed)
+    tail = sum(ways for s, ways in _rank_sums(tuple(sorted(doubled)), n) if s >= observed)
+    return tail / math.comb(n + m, n)
+
+
+@lru_cache(maxsize=256)
+def _rank_sums(doubled: tuple[int, ...], n: int) -> tuple[tuple[int, int], ...]:
+    """(sum, ways) for every way to choose ``n`` of the ranks. Without ties the ranks are
+    always 2, 4, …, so one table serves every comparison with the same run counts."""
+    counts: list[dict[int, int]] = [{0: 1}] + [{} for _ in range(n)]
+    for r in doubled:
+        for k in range(n, 0, -1):
+            target = counts[k]
+            for s, ways in counts[k - 1].items():
+                target[s + r] = target.get(s + r, 0) + ways
+    return tuple(counts[n].items())
+
+
+def _midranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _normal_p(doubled: Sequence[int], n: int, observed: int) -> float:
+    total = len(doubled)
+    mean = n * sum(doubled) / total
+    var = (
+        n
+        * (total - n)
+        / (total * (total - 1))
+        * sum((r - sum(doubled) / total) ** 2 for r in doubled)
+    )
+    if var <= 0:
+        return 1.0
+    z = (observed - 1 - mean) / math.sqrt(var)  # continuity correction of 1 (doubled ranks: ½)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def _benjamini_hochberg(rows: list[Row], rules: Rules) -> list[Row]:
+    """Adjust the gated rows' p-values for their number (false discovery rate) and re-judge."""
+    tested = sorted(
+        (i for i, r in enumerate(rows) if r.gated and r.p is not None and not r.exact),
+        key=lambda i: rows[i].p or 0.0,
+    )
+    m = len(tested)
+    adjusted: dict[int, float] = {}
+    running = 1.0
+    for rank in range(m, 0, -1):  # step-up: q_(k) = min over j ≥ k of p_(j)·m/j
+        i = tested[rank - 1]
+        running = min(running, (rows[i].p or 0.0) * m / rank)
+        adjusted[i] = running
+    out = []
+    for i, row in enumerate(rows):
+        q = adjusted.get(i)
+        if q is None or row.baseline is None or row.candidate is None:
+            out.append(row)
+            continue
+        metric = rules.metric(row.metric)
+        b, c = row.baseline.median, row.candidate.median
+        worse = c - b if metric.better == "lower" else b - c
+        out.append(replace(row, q=q, verdict=_verdict(metric, b, worse, q, rules.alpha)))
+    return out
+
+
+def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:
+    if not n or not m:
+        yield "one side has no finished runs: nothing can be compared"
+        return
+    smallest = 1 / math.comb(n + m, n)
+    if smallest >= alpha:
+        yield (
+            f"with {n} and {m} runs the smallest possible p is {smallest:.3f}, not below "
+            f"alpha {alpha}: no change can be significant; use --runs 5 or more on both sides"
+        )

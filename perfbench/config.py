@@ -1,0 +1,63 @@
+"""The project's settings file: ``perfbench.toml``, or ``[tool.perfbench]`` in ``pyproject.toml``.
+
+Read once, at the edge; the rest of perfbench receives plain mappings. Only the ``[compare]``
+table is defined so far::
+
+    [compare]                       # in pyproject.toml: [tool.perfbench.compare]
+    alpha = 0.05
+    gate = ["p50", "p95", "error_rate", "cost"]
+    scopes = ["overall"]            # or "cases", "languages", "all"
+    correction = "auto"             # auto | bh | none
+    strict = false
+    thresholds = ["p95<2s", "error_rate<1%"]
+    max_regression = { p95 = "15%", p99 = "25%" }
+    floor = { p50 = "5ms" }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from perfbench.errors import GateError
+
+KNOWN = {"alpha", "gate", "scopes", "correction", "strict", "thresholds", "max_regression", "floor"}
+
+
+def find(cwd: Path) -> Path | None:
+    """``perfbench.toml`` in ``cwd``, else a ``pyproject.toml`` there that has a perfbench table."""
+    own = cwd / "perfbench.toml"
+    if own.is_file():
+        return own
+    project = cwd / "pyproject.toml"
+    if project.is_file() and "tool" in _read(project) and "perfbench" in _read(project)["tool"]:
+        return project
+    return None
+
+
+def compare_settings(path: Path | None) -> dict[str, Any]:
+    """The ``[compare]`` table of a settings file (empty when there is no file)."""
+    if path is None:
+        return {}
+    doc = _read(path)
+    if path.name == "pyproject.toml":
+        doc = doc.get("tool", {}).get("perfbench", {})
+    table = doc.get("compare", {})
+    if not isinstance(table, dict):
+        raise GateError(f"{path}: [compare] should be a table")
+    unknown = sorted(set(table) - KNOWN)
+    if unknown:
+        raise GateError(
+            f"{path}: [compare] has unknown key '{unknown[0]}'; known: {', '.join(sorted(KNOWN))}"
+        )
+    return table
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GateError(f"{path}: no such settings file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise GateError(f"{path}: not valid TOML: {exc}") from None
