@@ -31,6 +31,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
 	$(PY) tests/bench/wrk_mock.py
 	$(PY) tests/bench/latency_error.py
+	$(PY) tests/bench/report_scale.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -767,6 +767,42 @@ def _print_json(
     sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
 
 
+@app.command()
+def report(
+    run_refs: Annotated[
+        list[str], typer.Argument(metavar="RUN...", help="Run directories, names or labels.")
+    ],
+    baseline_ref: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Compare every other run with this one (also a RUN)."),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Report folder (default: reports/<last run's name>)."),
+    ] = None,
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Write a Markdown report with charts (PNG and SVG) for one or more runs.
+
+    Latency by percentile (all runs overlaid), P95 per case with run-to-run ranges, throughput
+    and errors, tokens and cost per language, the adaptive limit over time and the sweep curve
+    when present; a table of numbers beside every chart, and with --baseline the comparison
+    of each run with it. Reads only meta.json and summary.json, so it is fast on large runs.
+    """
+    from perfbench.report import release
+
+    with _errors():
+        runs = [release.load(ref, root) for ref in run_refs]
+        baseline = release.load(baseline_ref, root) if baseline_ref else None
+        if baseline is not None:
+            runs = [r for r in runs if r.path.resolve() != baseline.path.resolve()]
+        folder = out_dir or Path("reports") / runs[-1].path.name if runs else out_dir
+        if folder is None:
+            raise GateError("give at least one run besides --baseline")
+        path = release.build(runs, baseline, folder)
+    out.print(f"Report: [bold]{path}[/]", highlight=False)
+
+
 @app.command("export")
 def export_(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run directory, name or label.")],

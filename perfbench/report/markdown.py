@@ -277,6 +277,8 @@ def report(
     parts += _figure(figures, "throughput", "Throughput and errors")
     parts += [_throughput_table(runs)]
     parts += _figure(figures, "cost", "Tokens and cost per language")
+    if "cost" not in figures:
+        parts += ["No chart: no run has prices for its model (see `--prices`).", ""]
     parts += [_language_table(runs)]
     if "adaptive" in figures:
         parts += _figure(figures, "adaptive", "Adaptive concurrency limit over time")

@@ -27,15 +27,18 @@ _FAULTS = {
 
 
 class MockAgent:
-    def __init__(self, profile: Profile, *, profile_name: str = "default") -> None:
+    def __init__(
+        self, profile: Profile, *, profile_name: str = "default", model: str | None = None
+    ) -> None:
         self.profile = profile
         self.simulator = Simulator(profile)
-        self._name = f"mock:{profile_name}"
+        self._model = model or ""
+        self._name = f"mock:{profile_name}" + (f"@{model}" if model else "")
         self._tools: dict[str, tuple[ToolSpec, ...]] = {}
         self._limits: Limiter | None = None
         self._has_limits = profile.rate_limits != RateLimits()
         # Costs are simulated: the simulated model borrows a real model's prices.
-        self.price_ref = next(iter(profile.models.values())).prices_as
+        self.price_ref = profile.model(model)[1].prices_as
         self.simulated = True
 
     def _limiter(self, task: Task) -> Limiter | None:
@@ -56,7 +59,7 @@ class MockAgent:
         prefix = f"{task.seed}|{case.id}|{task.phase}|{task.run}|{task.iteration}"
         for step in range(case.max_steps):
             turn = Turn(
-                model="",
+                model=self._model,
                 messages=tuple(messages),
                 tools=tools,
                 tool_results=len(called),

@@ -27,15 +27,17 @@ class MockHttp:
         stream: bool = True,
         retry: RetryPolicy | None = None,
         check_tokens: bool = False,
+        model: str | None = None,
     ) -> None:
         self.profile, self.seed = profile, seed
+        self.model = model or "mock"
         self.concurrency, self.stream, self.retry = concurrency, stream, retry
         self.check_tokens = check_tokens
-        self._name = f"mock+http:{profile}"
+        self._name = f"mock+http:{profile}" + (f"@{model}" if model else "")
         from perfbench.mock.profile import load_profile
 
         # The server answers "mock" with its first simulated model, priced as that model says.
-        self.price_ref = next(iter(load_profile(profile).models.values())).prices_as
+        self.price_ref = load_profile(profile).model(model)[1].prices_as
         self.simulated = True
         self._process: subprocess.Popen[str] | None = None
         self._agent: ModelAgent | None = None
@@ -47,7 +49,7 @@ class MockHttp:
     async def __aenter__(self) -> MockHttp:
         url = await anyio.to_thread.run_sync(self._spawn)
         self._agent = ModelAgent(
-            OpenAIChat("mock"),
+            OpenAIChat(self.model),
             url + "/v1",
             name=self._name,
             stream=self.stream,

@@ -1,7 +1,7 @@
 """Target strings → targets. Adding a hosted provider is one ``Provider`` entry.
 
-mock | mock:<profile>                in-process mock agent (tests, overhead)
-mock+http | mock+http:<profile>      mock server in a child process, over real HTTP
+mock | mock:<profile>[@model]        in-process mock agent (tests, overhead)
+mock+http | mock+http:<profile>[@model]  mock server in a child process, over real HTTP
 <provider>/<model>                   a hosted model in the built-in agent loop
 openai/<model> --base-url URL        any OpenAI-compatible server (vLLM, Ollama, LiteLLM)
 http+agent://host/path               a user's agent behind an HTTP endpoint (http+agents:// for TLS)
@@ -10,6 +10,7 @@ python:package.module:function       a user's async callable
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass
 from typing import Literal
@@ -51,25 +52,9 @@ class TargetOptions:
 
 def resolve(spec: str, options: TargetOptions | None = None) -> Target:
     options = options or TargetOptions()
+    if spec.startswith("mock"):
+        return _mock(spec, options)
     kind, _, arg = spec.partition(":")
-    if kind == "mock":
-        from perfbench.mock.profile import load_profile
-        from perfbench.targets.mock import MockAgent
-
-        return MockAgent(load_profile(arg or "default"), profile_name=arg or "default")
-    if kind == "mock+http":
-        from perfbench.mock.profile import load_profile
-        from perfbench.targets.mock_http import MockHttp
-
-        load_profile(arg or "default")  # a bad profile fails here, before a process starts
-        return MockHttp(
-            arg or "default",
-            seed=options.seed,
-            concurrency=options.concurrency,
-            stream=options.stream,
-            retry=RetryPolicy(max_retries=options.retries),
-            check_tokens=options.check_tokens,
-        )
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
@@ -81,6 +66,43 @@ def resolve(spec: str, options: TargetOptions | None = None) -> Target:
         return HttpAgent(f"{scheme}:{arg}", concurrency=options.concurrency)
     if "/" in spec:
         return _model(spec, options)
+    raise TargetError(_unknown(spec))
+
+
+def _mock(spec: str, options: TargetOptions) -> Target:
+    """``mock[:profile][@model]`` in process, ``mock+http[:profile][@model]`` over HTTP; the
+    model picks one of the profile's simulated models (its tokenizer and borrowed prices)."""
+    from perfbench.mock.profile import load_profile
+
+    base, _, model = spec.partition("@")
+    kind, _, arg = base.partition(":")
+    profile = load_profile(arg or "default")  # a bad profile fails here, before any process
+    if (
+        model
+        and model not in profile.models
+        and profile.model(model)[0] == next(iter(profile.models))
+    ):
+        known = ", ".join(profile.models)
+        if not any(fnmatch.fnmatchcase(model, p) for p in profile.model_map):
+            raise TargetError(
+                f"mock profile '{arg or 'default'}' has no model '{model}'; it has: {known}"
+            )
+    if kind == "mock":
+        from perfbench.targets.mock import MockAgent
+
+        return MockAgent(profile, profile_name=arg or "default", model=model or None)
+    if kind == "mock+http":
+        from perfbench.targets.mock_http import MockHttp
+
+        return MockHttp(
+            arg or "default",
+            seed=options.seed,
+            concurrency=options.concurrency,
+            stream=options.stream,
+            retry=RetryPolicy(max_retries=options.retries),
+            check_tokens=options.check_tokens,
+            model=model or None,
+        )
     raise TargetError(_unknown(spec))
 
 

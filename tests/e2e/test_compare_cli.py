@@ -22,7 +22,7 @@ name: {name}
 ttft_ms: {ttft}
 itl_ms: 1
 output_chars: 40
-models: {{sim: {{tokens_per_char: {{default: 0.25}}}}}}
+models: {{sim: {{tokens_per_char: {{default: 0.25}}, prices_as: openai/gpt-4o}}}}
 """
 
 

@@ -59,13 +59,16 @@ def server() -> Iterator[MockServer]:
 
 
 @pytest.fixture
-def oai(server: MockServer) -> openai.OpenAI:
-    return openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0)
+def oai(server: MockServer) -> Iterator[openai.OpenAI]:
+    # Closed after the test: an SDK client left to the garbage collector leaks its socket.
+    with openai.OpenAI(api_key="sk-test", base_url=server.url + "/v1", max_retries=0) as client:
+        yield client
 
 
 @pytest.fixture
-def claude(server: MockServer) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0)
+def claude(server: MockServer) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(api_key="sk-ant-test", base_url=server.url, max_retries=0) as client:
+        yield client
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -146,19 +149,25 @@ def limited() -> Iterator[MockServer]:
 
 
 def test_sdks_raise_their_rate_limit_error_with_retry_after(limited: MockServer) -> None:
-    oai = openai.OpenAI(api_key="k", base_url=limited.url + "/v1", max_retries=0)
+    with (
+        openai.OpenAI(api_key="k", base_url=limited.url + "/v1", max_retries=0) as oai,
+        anthropic.Anthropic(api_key="k", base_url=limited.url, max_retries=0) as claude,
+    ):
+        _refused_twice(oai, claude)
+    stats = httpx.get(limited.url + "/stats").json()
+    assert stats["rate_limited"] == 2
+
+
+def _refused_twice(oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
     oai.chat.completions.create(model="m", messages=user("hi"))  # type: ignore[arg-type]
     with pytest.raises(openai.RateLimitError) as caught:
         oai.chat.completions.create(model="m", messages=user("hi"))  # type: ignore[arg-type]
     assert caught.value.response.headers["retry-after"] == "2"
     assert caught.value.response.headers["x-ratelimit-limit-requests"] == "30"
-    claude = anthropic.Anthropic(api_key="k", base_url=limited.url, max_retries=0)
     with pytest.raises(anthropic.RateLimitError) as caught_a:
         claude.messages.create(model="m", max_tokens=10, messages=user("hi"))  # type: ignore[arg-type]
     assert int(caught_a.value.response.headers["retry-after"]) >= 1
     assert caught_a.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
-    stats = httpx.get(limited.url + "/stats").json()
-    assert stats["rate_limited"] == 2
 
 
 def test_models_health_and_stats(server: MockServer) -> None:

@@ -134,3 +134,36 @@ def test_bad_overrides_file_names_file_line_and_field(tmp_path: Path) -> None:
     path.write_text("date: 2026-11-01\nprices:\n  - {model: x, input_mtok: -1, output_mtok: 1}\n")
     with pytest.raises(PerfbenchError, match=r"p\.yaml:3: prices\[0\]\.input_mtok"):
         load_pricer(path, WHEN)
+
+
+@pytest.mark.anyio
+async def test_the_mock_model_is_chosen_in_the_target_string(
+    example_suite: Suite, tmp_path: Path
+) -> None:
+    """`mock@deepseek-like`: the same prompts through another simulated tokenizer and price."""
+    from perfbench.errors import TargetError
+    from perfbench.targets.registry import resolve
+
+    cases = tuple(c for c in example_suite.cases if c.language == "zh")
+    zh = Suite(example_suite.name, cases, example_suite.sources)
+    tokens: dict[str, float] = {}
+    for model, priced_as in (
+        ("gpt-4o-like", "openai/gpt-4o"),
+        ("deepseek-like", "deepseek/deepseek-chat"),
+    ):
+        target = resolve(f"mock:default@{model}")
+        assert target.name == f"mock:default@{model}"
+        assert target.price_ref == priced_as  # type: ignore[attr-defined]
+        session = Session(
+            zh, target, Plan(runs=1, warmup=0), out_root=tmp_path, pricer=load_pricer(None, WHEN)
+        )
+        result = await session.run()
+        assert result.meta["prices"]["priced_as"] == priced_as
+        assert result.summary["pooled"]["overall"]["cost_per_task"] > 0
+        tokens[model] = result.summary["pooled"]["overall"]["tokens_per_100_chars"]
+    # The default profile's tokenizers: 0.7 (gpt-4o-like) vs 0.6 (deepseek-like) tokens per
+    # Chinese character, so the first call's input differs by that ratio within rounding.
+    assert tokens["deepseek-like"] < tokens["gpt-4o-like"]
+    with pytest.raises(TargetError, match="has no model 'nope'; it has: gpt-4o-like"):
+        resolve("mock@nope")
+    assert resolve("mock@deepseek-chat").name == "mock:default@deepseek-chat"  # model_map

@@ -1,0 +1,68 @@
+"""`perfbench report` end to end: two real runs, a Markdown report readable on GitHub, charts
+that are valid images with one series per run, and the same bytes for the same runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import matplotlib.image
+import pytest
+from typer.testing import CliRunner
+
+from perfbench.cli import ExitCode, app
+from tests.e2e.test_compare_cli import make_run
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    make_run(tmp, "fast", 20, "v1")
+    make_run(tmp, "slow", 60, "v2")
+    return tmp
+
+
+def report(runs: Path, out: Path, *args: str) -> str:
+    root = ["--root", str(runs / "runs"), "--out", str(out)]
+    result = CliRunner().invoke(app, ["report", *args, *root])
+    assert result.exit_code == 0, result.output
+    return (out / "report.md").read_text()
+
+
+def test_report_of_two_runs_renders_markdown_and_charts(runs: Path, tmp_path: Path) -> None:
+    text = report(runs, tmp_path / "r", "v1", "v2", "--baseline", "v1")
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert links and all(not Path(link).is_absolute() for link in links)  # relative links
+    for link in links:
+        assert (tmp_path / "r" / link).is_file(), link
+    for chart in ("latency", "cases", "throughput", "cost"):
+        png = tmp_path / "r" / f"{chart}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        height, width, _ = matplotlib.image.imread(png).shape
+        assert height > 200 and width > 300
+        svg = ET.parse(tmp_path / "r" / f"{chart}.svg").getroot()
+        texts = "".join(svg.itertext())
+        assert "v1" in texts and "v2" in texts, chart  # both runs in every chart's legend
+    latency = (tmp_path / "r" / "latency.svg").read_text()
+    assert 'id="line-r0"' in latency and 'id="line-r1"' in latency
+    # Tables: GitHub needs a delimiter row right after each header row.
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| ") and (i == 0 or not lines[i - 1].startswith("|")):
+            assert re.fullmatch(r"\|( ---:? \|)+", lines[i + 1]), line
+    assert "## Relative mean latency (1.00 = the baseline" in text
+    assert "## v2 vs v1: ❌ regression" in text
+    assert "| **v1** (baseline) |" in text
+
+
+def test_report_bytes_are_deterministic(runs: Path, tmp_path: Path) -> None:
+    report(runs, tmp_path / "a", "v1", "v2")
+    report(runs, tmp_path / "b", "v1", "v2")
+    for file in sorted((tmp_path / "a").iterdir()):
+        assert file.read_bytes() == (tmp_path / "b" / file.name).read_bytes(), file.name
+
+
+def test_report_of_a_missing_run_is_a_clear_error(runs: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["report", "nope", "--root", str(runs / "runs")])
+    assert result.exit_code == ExitCode.CONFIG and "no run 'nope'" in result.output
