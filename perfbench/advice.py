@@ -3,11 +3,13 @@ Pure: summary and meta in, sentences out."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
+FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
 
 
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
@@ -26,6 +28,7 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes.extend(_open_loop(runs))
     notes.extend(_tail_resolution(summary))
     notes.extend(_spread(summary))
+    notes.extend(_first_run(runs))
     return notes
 
 
@@ -83,4 +86,18 @@ def _spread(summary: Mapping[str, Any]) -> Iterable[str]:
         yield (
             f"P95 varied {p95['max'] / p95['min']:.1f}× between runs: something else may be "
             "loading this machine or the target. Run on a quiet machine, or add --warmup."
+        )
+
+
+def _first_run(runs: list[Mapping[str, Any]]) -> Iterable[str]:
+    """A first run much slower than the rest is a cold start the warmup did not absorb."""
+    found = [(r["overall"].get("latency") or {}).get("mean") for r in runs]
+    means: list[float] = [m for m in found if m is not None]
+    if len(means) < 3 or len(means) != len(found):
+        return
+    median = statistics.median(means[1:])
+    if median and means[0] / median > FIRST_RUN_WARN:
+        yield (
+            f"The first measured run was {means[0] / median:.2f}× slower (mean latency) than the "
+            "median of the others: a cold start the warmup did not absorb. Raise --warmup."
         )

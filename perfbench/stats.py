@@ -307,9 +307,10 @@ def across_runs(runs: list[Metrics]) -> dict[str, Any]:
     return {
         "runs": len(runs),
         "overall": _spread([r["overall"] for r in runs]),
-        "cases": _spread_by_key([r["cases"] for r in runs]),
-        "languages": _spread_by_key([r["languages"] for r in runs]),
-        "tags": _spread_by_key([r["tags"] for r in runs]),
+        # .get: summaries written before a scope existed (tags came later) still load.
+        "cases": _spread_by_key([r.get("cases", {}) for r in runs]),
+        "languages": _spread_by_key([r.get("languages", {}) for r in runs]),
+        "tags": _spread_by_key([r.get("tags", {}) for r in runs]),
     }
 
 

@@ -13,6 +13,7 @@ import pytest
 from perfbench.compare import Rules, compare, mann_whitney
 from perfbench.gate import build_rules
 from perfbench.histogram import Histogram
+from perfbench.stats import across_runs
 
 
 def brute_force(high: list[float], low: list[float]) -> float:
@@ -73,6 +74,7 @@ def run_metrics(
         "tokens_in": 120.0,
         "tokens_out": 40.0,
         "cost_per_task": 0.0007,
+        "expect_mismatch": 0,
     }
     return {"overall": overall, "cases": {"a": overall}, "languages": {"en": overall}}
 
@@ -231,3 +233,17 @@ def test_a_metric_missing_on_one_side_is_not_applicable() -> None:
     cand = summary_of([{**r, "overall": {**r["overall"], "ttft": None}} for r in base["runs"]])
     row = next(r for r in compare(base, cand, Rules()).rows if r.metric == "ttft_p50")
     assert row.verdict == "n/a" and row.candidate is None
+
+
+def test_report_warns_when_the_first_run_is_an_outlier() -> None:
+    from perfbench.advice import advise
+
+    rng = random.Random(12)
+    runs = side(rng, 1.0)["runs"]
+    pooled = {"overall": runs[0]["overall"], "cases": {}}
+    summary = {"runs": runs, "across_runs": across_runs(runs), "pooled": pooled}
+    assert not [n for n in advise(summary, {}) if "first measured run" in n]
+    slow_first = [run_metrics(rng, 1.6, 0.0), *runs[1:]]
+    summary = {"runs": slow_first, "across_runs": across_runs(slow_first), "pooled": pooled}
+    notes = [n for n in advise(summary, {}) if "first measured run" in n]
+    assert len(notes) == 1 and "Raise --warmup" in notes[0]
