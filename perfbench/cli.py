@@ -42,7 +42,7 @@ from perfbench.report.junit import junit
 from perfbench.runner import Plan
 from perfbench.sample import Phase
 from perfbench.session import RunResult, Session
-from perfbench.stats import across_runs, summarize
+from perfbench.stats import across_runs
 from perfbench.suite import Suite, load_suite
 from perfbench.sweep import Sweep, SweepPlan
 from perfbench.sweep import markdown as sweep_markdown
@@ -551,10 +551,7 @@ def _load_run(ref: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, Any
     the run was killed before writing it."""
     run_dir = store.resolve_run(ref, root)
     meta = store.read_json(run_dir / store.META)
-    if (run_dir / store.SUMMARY).is_file():
-        return run_dir, meta, store.read_json(run_dir / store.SUMMARY)
-    timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
-    return run_dir, meta, summarize(store.read_samples(run_dir), timeouts)
+    return run_dir, meta, store.read_summary(run_dir, meta)
 
 
 def _load_side(ref: str, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -700,15 +697,15 @@ def compare_(
             _write_text(junit_file, junit(result, checked))
         summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
-            with open(summary_path, "a", encoding="utf-8") as f:
-                f.write(text)
+            _write_text(Path(summary_path), text, append=True)
     raise typer.Exit(_OUTCOME_CODES[verdict])
 
 
-def _write_text(path: Path, text: str) -> None:
+def _write_text(path: Path, text: str, append: bool = False) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        with path.open("a" if append else "w", encoding="utf-8") as f:
+            f.write(text)
     except OSError as exc:
         raise StoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
 

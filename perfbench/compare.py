@@ -255,7 +255,7 @@ def _row(
         return Row(scope, key, metric.name, metric.unit, metric.better, b, c, None, None, None,
                    "n/a", gated)  # fmt: skip
     exact = metric.deterministic and b.min == b.max and c.min == c.max
-    worse = c.median - b.median if metric.better == "lower" else b.median - c.median
+    worse = _worse(metric, b.median, c.median)
     outliers = () if exact else _outliers(base_by_run, cand_by_run)
     base = [v for i, v in base_by_run.items() if ("baseline", i) not in outliers]
     cand = [v for i, v in cand_by_run.items() if ("candidate", i) not in outliers]
@@ -287,6 +287,11 @@ def _row(
 def _outliers(base: Mapping[int, float], cand: Mapping[int, float]) -> tuple[tuple[str, int], ...]:
     found = (("baseline", _outlier(base)), ("candidate", _outlier(cand)))
     return tuple((side, i) for side, i in found if i is not None)
+
+
+def _worse(metric: Metric, base: float, cand: float) -> float:
+    """How far the candidate's median moved toward worse, in the metric's unit."""
+    return cand - base if metric.better == "lower" else base - cand
 
 
 def _verdict(metric: Metric, base: float, worse: float, p: float, alpha: float) -> Verdict:
@@ -380,8 +385,9 @@ def _benjamini_hochberg(rows: list[Row], rules: Rules) -> list[Row]:
             continue
         metric = rules.metric(row.metric)
         b, c = row.baseline.median, row.candidate.median
-        worse = c - b if metric.better == "lower" else b - c
-        out.append(replace(row, q=q, verdict=_verdict(metric, b, worse, q, rules.alpha)))
+        out.append(
+            replace(row, q=q, verdict=_verdict(metric, b, _worse(metric, b, c), q, rules.alpha))
+        )
     return out
 
 

@@ -178,3 +178,15 @@ def match_runs(pattern: str, root: Path) -> list[Path]:
         if fnmatch.fnmatchcase(r.path.name, pattern)
         or fnmatch.fnmatchcase(str(r.meta.get("label") or ""), pattern)
     ]
+
+
+def read_summary(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """A run's summary.json; for a run killed before writing one, the summary recomputed from
+    samples.jsonl (what was measured counts, a torn last line is dropped)."""
+    if (run_dir / SUMMARY).is_file():
+        summary: dict[str, Any] = read_json(run_dir / SUMMARY)
+        return summary
+    from perfbench.stats import summarize  # only here: stats is not needed to write a run
+
+    timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
+    return summarize(read_samples(run_dir), timeouts)

@@ -309,10 +309,7 @@ def _figure(figures: Mapping[str, str], key: str, title: str) -> list[str]:
 
 
 def _overall_median(view: RunView, path: str) -> Spread | None:
-    entry = view.summary["across_runs"]["overall"].get(path)
-    if not entry:
-        return None
-    return Spread(entry["median"], entry["min"], entry["max"], entry["n"], ())
+    return _spread_of(view.summary["across_runs"]["overall"].get(path))
 
 
 def _runs_table(runs: Sequence[RunView], baseline: str | None) -> str:

@@ -65,16 +65,11 @@ def _merged(summary: Mapping[str, Any], kind: str) -> HdrHistogram | None:
 
 
 def load(ref: str, root: Path) -> RunData:
-    """A finished or interrupted run with a summary; a run killed before writing one is
-    refused with the command that rebuilds it."""
+    """A run by directory, name or label; a run killed before its summary was written is
+    summarised from its samples (its status, shown in the report, says it is incomplete)."""
     path = store.resolve_run(ref, root)
     meta = store.read_json(path / store.META)
-    if not (path / store.SUMMARY).is_file():
-        raise StoreError(
-            f"{path}: no summary.json (the run was killed before finishing): finish it with "
-            f"`perfbench run --resume {path}`, or see it with `perfbench show {path}`"
-        )
-    return RunData(path, meta, store.read_json(path / store.SUMMARY))
+    return RunData(path, meta, store.read_summary(path, meta))
 
 
 def build(

@@ -145,3 +145,12 @@ def test_a_side_can_pool_run_directories_by_pattern(runs: Path, tmp_path: Path) 
         app, ["compare", "nope-*", "cand-*", "--root", str(tmp_path / "runs")]
     )
     assert missing.exit_code == ExitCode.CONFIG and "matching 'nope-*'" in missing.output
+
+
+def test_unwritable_outputs_are_clear_errors(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a directory: cannot append
+    result = CliRunner().invoke(app, ["compare", "v1", "v2", "--root", str(runs / "runs")])
+    assert result.exit_code == ExitCode.CONFIG
+    assert f"{tmp_path}: cannot write" in result.output

@@ -66,3 +66,16 @@ def test_report_bytes_are_deterministic(runs: Path, tmp_path: Path) -> None:
 def test_report_of_a_missing_run_is_a_clear_error(runs: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", "nope", "--root", str(runs / "runs")])
     assert result.exit_code == ExitCode.CONFIG and "no run 'nope'" in result.output
+
+
+def test_report_reads_a_run_killed_before_its_summary(runs: Path, tmp_path: Path) -> None:
+    """A `kill -9` leaves no summary.json: the report summarises what samples.jsonl holds."""
+    import shutil
+
+    killed = tmp_path / "runs" / "killed"
+    shutil.copytree(next((runs / "runs").glob("*_v2")), killed)
+    (killed / "summary.json").unlink()
+    with (killed / "samples.jsonl").open("a") as f:
+        f.write('{"phase": "meas')  # the torn last line of a killed writer
+    text = report(runs, tmp_path / "r", str(killed))
+    assert "| 20/20 |" in text  # 5 runs × 4 measured tasks; warmup and torn line left out
