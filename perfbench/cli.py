@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
+import anyio.abc
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +28,7 @@ from perfbench.advice import advise
 from perfbench.compare import BY_NAME, Comparison, compare
 from perfbench.cost import load_pricer
 from perfbench.errors import GateError, PerfbenchError, StoreError
+from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.gate import (
     Outcome,
     ThresholdResult,
@@ -40,10 +43,9 @@ from perfbench.report import console as tables
 from perfbench.report import markdown
 from perfbench.report.junit import junit
 from perfbench.runner import Plan
-from perfbench.sample import Phase
 from perfbench.session import RunResult, Session
 from perfbench.stats import across_runs
-from perfbench.suite import Suite, load_suite
+from perfbench.suite import load_suite
 from perfbench.sweep import Sweep, SweepPlan
 from perfbench.sweep import markdown as sweep_markdown
 from perfbench.targets.registry import TargetOptions, resolve
@@ -234,6 +236,14 @@ def run(
         Path, typer.Option("--out", help="Folder in which the run directory is created.")
     ] = Path("runs"),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Events as JSON lines on stdout (run_started, phase_changed, task_finished, "
+            "progress, run_finished; docs/events.md); the tables go to stderr.",
+        ),
+    ] = False,
     prices: Annotated[
         Path | None,
         typer.Option(help="Dated price overrides (YAML); default ./perfbench.prices.yaml if any."),
@@ -247,9 +257,10 @@ def run(
 
     Example: [bold]perfbench run cases/ --runs 5 --concurrency 4 --label v1.4.0[/]
     """
+    progress = _progress(quiet, as_json)
     with _errors():
         if resume is not None:
-            session = _resumed_session(resume, quiet)
+            session = _resumed_session(resume, progress)
         else:
             if not cases:
                 raise typer.BadParameter("give case files or folders (or --resume RUN_DIR)")
@@ -280,7 +291,9 @@ def run(
                 plan,
                 out_root=out_dir,
                 label=label,
-                on_pass=None if quiet else _pass_printer(suite, runs),
+                on_pass=progress.phase,
+                observers=[progress.sample],
+                on_start=progress.started,
                 pricer=load_pricer(prices),
                 invocation={
                     "cases": [str(p.resolve()) for p in cases],
@@ -289,14 +302,39 @@ def run(
                     "prices": str(prices.resolve()) if prices else None,
                 },
             )
-        result = anyio.run(_run_with_sigint, session)
-    _print_result(result.summary, result.meta)
-    out.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
-    if result.interrupted:
-        raise typer.Exit(ExitCode.INTERRUPTED)
+        progress.planned = _planned(session)
+        progress.limit = lambda: session.runner.aimd.limit if session.runner.aimd else None
+        try:
+            result = anyio.run(_run_with_sigint, session)
+        except BaseException:
+            progress.finished("failed", ExitCode.CONFIG, None)
+            raise
+    code = ExitCode.INTERRUPTED if result.interrupted else ExitCode.OK
+    progress.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
+    console = err if as_json else out
+    _print_result(result.summary, result.meta, console)
+    console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+    if code:
+        raise typer.Exit(code)
 
 
-def _resumed_session(run_dir: Path, quiet: bool) -> Session:
+def _progress(quiet: bool, as_json: bool) -> Progress:
+    sinks: list[Sink] = [] if quiet else [LiveView(err)]
+    if as_json:
+        sinks.append(JsonEvents(sys.stdout.buffer))
+    return Progress(sinks)
+
+
+def _planned(session: Session) -> int:
+    """Tasks this process will run: every pass's tasks, less those a resumed run has."""
+    plan = session.plan
+    per_pass = len(session.suite.cases) * plan.repeat
+    if isinstance(plan.load, Rate):
+        per_pass = plan.load.count(per_pass)
+    return max(0, len(plan.passes()) * per_pass - len(session.runner.skip))
+
+
+def _resumed_session(run_dir: Path, progress: Progress) -> Session:
     """Rebuild a run from its meta.json and continue it: same suite (checked by digest), same
     target, same plan; finished tasks are kept, the rest run."""
     meta = store.read_json(run_dir / store.META)
@@ -320,7 +358,9 @@ def _resumed_session(run_dir: Path, quiet: bool) -> Session:
         plan,
         run_dir=run_dir,
         label=meta.get("label"),
-        on_pass=None if quiet else _pass_printer(suite, plan.runs),
+        on_pass=progress.phase,
+        observers=[progress.sample],
+        on_start=progress.started,
         pricer=load_pricer(prices),
         invocation=how,
         resume=True,
@@ -355,42 +395,35 @@ async def _run_with_sigint(session: Session) -> RunResult:
     """First Ctrl-C stops the run cleanly (measured tasks kept); a second one aborts."""
     async with anyio.create_task_group() as tg:
 
-        async def watch() -> None:
+        async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                task_status.started()
                 async for _ in signals:
                     err.print("Interrupted: stopping; Ctrl-C again to abort at once.")
                     session.stop()
                     signal.signal(signal.SIGINT, signal.default_int_handler)
                     return
 
-        tg.start_soon(watch)
+        await tg.start(watch)  # the handler is in place before the first task can start
         result = await session.run()
         tg.cancel_scope.cancel()
     return result
 
 
-def _pass_printer(suite: Suite, runs: int) -> Any:
-    def on_pass(phase: Phase, index: int, tasks: int) -> None:
-        what = "warmup" if phase == "warmup" else f"run {index + 1}/{runs}"
-        err.print(f"[dim]{what}: {tasks} tasks ({len(suite.cases)} cases)[/]", highlight=False)
-
-    return on_pass
-
-
-def _print_result(summary: dict[str, Any], meta: dict[str, Any]) -> None:
-    out.print(tables.overview(summary, meta))
+def _print_result(summary: dict[str, Any], meta: dict[str, Any], console: Console = out) -> None:
+    console.print(tables.overview(summary, meta))
     if summary["runs"]:
-        out.print(tables.case_table(summary, meta))
-        out.print(tables.language_table(summary))
-        out.print(tables.cost_table(summary, meta))
+        console.print(tables.case_table(summary, meta))
+        console.print(tables.language_table(summary))
+        console.print(tables.cost_table(summary, meta))
         if summary["pooled"].get("tags"):
-            out.print(tables.cost_table(summary, meta, "tags"))
-        out.print(tables.run_table(summary))
+            console.print(tables.cost_table(summary, meta, "tags"))
+        console.print(tables.run_table(summary))
         failures = tables.failure_table(summary)
         if failures is not None:
-            out.print(failures)
+            console.print(failures)
     for note in advise(summary, meta):
-        out.print(f"[yellow]warning:[/] {note}", highlight=False)
+        console.print(f"[yellow]warning:[/] {note}", highlight=False)
 
 
 def _numbers(text: str | None, name: str) -> tuple[float, ...]:
@@ -459,6 +492,10 @@ def sweep(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder in which the sweep directory is created.")
     ] = Path("runs"),
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="level_finished and run_finished events as JSON lines."),
+    ] = False,
 ) -> None:
     """Run the suite at a series of load levels and find where the target stops scaling.
 
@@ -490,6 +527,9 @@ def sweep(
             )
             return resolve(target, options)
 
+        events = JsonEvents(sys.stdout.buffer) if as_json else None
+        started = time.monotonic()
+
         def on_level(level: Level, reason: str | None) -> None:
             status = f"stop: {reason}" if reason else "ok"
             err.print(
@@ -497,13 +537,37 @@ def sweep(
                 f"P95 {tables.seconds(level.p95)} · {status}",
                 highlight=False,
             )
+            if events is not None:
+                events.run_id = sweeper.path.name if sweeper.path else None
+                events.emit(
+                    "level_finished",
+                    time.monotonic() - started,
+                    level=level.level,
+                    throughput=level.throughput,
+                    p95_s=level.p95,
+                    error_rate=level.error_rate,
+                    throttle_rate=level.throttle_rate,
+                    stop_reason=reason,
+                )
 
         name = factory(1).name
-        result = anyio.run(
-            Sweep(suite, factory, plan, out_root=out_dir, target_name=name, on_level=on_level).run
+        sweeper = Sweep(suite, factory, plan, out_root=out_dir, target_name=name, on_level=on_level)
+        result = anyio.run(sweeper.run)
+    console = err if as_json else out
+    console.print(
+        sweep_markdown(result.levels, result.findings, plan), highlight=False, markup=False
+    )
+    console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
+    if events is not None:
+        events.emit(
+            "run_finished",
+            time.monotonic() - started,
+            status="completed",
+            exit_code=0,
+            levels=len(result.levels),
+            knee=result.findings.get("knee"),
+            run_dir=str(result.path),
         )
-    out.print(sweep_markdown(result.levels, result.findings, plan), highlight=False, markup=False)
-    out.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
 
 
 @app.command("list")

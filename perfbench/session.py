@@ -6,6 +6,7 @@ summary.json describes every sample that reached samples.jsonl."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -53,7 +54,9 @@ class Session:
         pricer: Pricer | None = None,
         invocation: dict[str, Any] | None = None,
         resume: bool = False,
+        on_start: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
+        self.on_start = on_start  # told the run's meta (its id) once the directory exists
         self.suite, self.target, self.plan = suite, target, plan
         self.out_root, self.label = out_root, label
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
@@ -86,6 +89,8 @@ class Session:
         if run_dir is not None:
             store.write_json(run_dir / store.META, meta)
             self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
+        if self.on_start is not None:
+            self.on_start(meta)
         status = "failed"
         try:
             async with AsyncExitStack() as stack:
@@ -93,6 +98,9 @@ class Session:
                 outcome = await self.runner.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
+        except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
+            status = "interrupted"
+            raise
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()

@@ -73,9 +73,10 @@ class Sweep:
         self.on_level = on_level
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
+        self.path: Path | None = None  # the sweep directory, once run() has made it
 
     async def run(self) -> SweepResult:
-        path = store.new_run_dir(
+        path = self.path = store.new_run_dir(
             self.out_root, f"sweep_{self.suite.name}", self.target_name, None, datetime.now(UTC)
         )
         if self.plan.levels:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import CASES
@@ -46,7 +47,7 @@ def test_sigint_marks_the_run_interrupted_and_keeps_samples(tmp_path: Path) -> N
     try:
         assert proc.stderr is not None
         for line in proc.stderr:  # wait until the measured phase is under way
-            if "run 2/50" in line:
+            if line.startswith("run 2:"):
                 break
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=10)
@@ -61,3 +62,34 @@ def test_sigint_marks_the_run_interrupted_and_keeps_samples(tmp_path: Path) -> N
     lines = (run_dir / "samples.jsonl").read_text().splitlines()
     assert len(lines) >= 16
     assert "interrupted" in stdout and "Run directory" in stdout
+
+
+HUNG = SLOW.replace("ttft_ms: 30", "ttft_ms: 60000").replace("name: slow", "name: hung")
+
+
+def test_ctrl_c_exits_within_two_seconds_even_with_tasks_in_flight(tmp_path: Path) -> None:
+    """Every task waits a minute for its first token; Ctrl-C must not wait for them."""
+    profile = tmp_path / "hung.yaml"
+    profile.write_text(HUNG)
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "perfbench", "run", str(CASES / "answer.yaml"), "-t"]
+    cmd += [f"mock:{profile}", "--warmup", "0", "-c", "4", "--out", str(out), "--json"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the measured pass has started: 4 tasks are in flight
+            if '"phase_changed"' in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        proc.wait(timeout=2.0)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate()
+    assert proc.returncode == 130 and took < 2.0, stderr
+    [run_dir] = list(out.iterdir())
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "interrupted", stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["runs"][0]["overall"]["cancelled"] == 4  # the tasks in flight, recorded

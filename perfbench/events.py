@@ -1,0 +1,272 @@
+"""Progress while a run works: counters fed by every sample, shown to people as a live view on
+stderr and to scripts as NDJSON events on stdout (``--json``).
+
+The per-sample path is a few counter updates and one clock read; percentiles, redraws and
+``progress`` events happen at most every ``every`` seconds. Percentiles shown while running
+are *provisional*: over the measured tasks finished so far, successful ones only.
+
+Event schema (one JSON object per line; every event has ``event``, ``run_id``, ``ts`` (UTC,
+ISO 8601) and ``elapsed_s``):
+
+- ``run_started``: ``target``, ``suite``, ``load``, ``planned_tasks``
+- ``phase_changed``: ``phase`` (warmup | measured), ``run`` (index), ``tasks`` (in this pass)
+- ``task_finished``: ``phase``, ``run``, ``case``, ``iteration``, ``status``, ``latency_s``,
+  ``ttft_s``, ``tokens_in``, ``tokens_out``, ``error_kind``
+- ``progress``: the :meth:`Progress.snapshot` fields (``done``, ``planned``, ``ok``,
+  ``errors``, ``rate_limited``, ``tasks_per_s``, ``concurrency``, ``limit``,
+  ``p50_s``/``p95_s`` (provisional), ``eta_s``)
+- ``level_finished`` (sweeps): ``level``, ``throughput``, ``p95_s``, ``error_rate``,
+  ``throttle_rate``, ``run_id`` of the level
+- ``run_finished``: ``status``, ``exit_code``, ``counts`` (tasks recorded by this process, by
+  status, measured and warmup together as in samples.jsonl), ``run_dir``
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import IO, Any, Protocol
+
+import orjson
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from perfbench.histogram import Histogram
+from perfbench.sample import STATUSES, Phase, Sample
+
+Snapshot = dict[str, Any]
+
+
+class Sink(Protocol):
+    """Where progress goes: the live view, the event stream, or both."""
+
+    def started(self, meta: dict[str, Any], snap: Snapshot) -> None: ...
+    def phase(self, phase: Phase, run: int, tasks: int, snap: Snapshot) -> None: ...
+    def task(self, sample: Sample, snap_elapsed: float) -> None: ...
+    def tick(self, snap: Snapshot) -> None: ...
+    def finished(
+        self, status: str, exit_code: int, run_dir: str | None, snap: Snapshot
+    ) -> None: ...
+
+
+class Progress:
+    """Counts what the run has done; tells its sinks on each sample and every ``every`` s."""
+
+    def __init__(
+        self,
+        sinks: list[Sink],
+        *,
+        every: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        limit: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        self.sinks, self.every, self.clock, self.limit = sinks, every, clock, limit
+        self.planned: int | None = None
+        self.counts = dict.fromkeys(STATUSES, 0)
+        self.done = 0
+        self.concurrency = 0
+        self.latency = Histogram()
+        self.t0 = clock()
+        self._next = self.t0 + every
+        self._wants_tasks = [s for s in sinks if getattr(s, "wants_tasks", False)]
+        self.phase_name = "starting"
+
+    def started(self, meta: dict[str, Any]) -> None:
+        self.t0 = self.clock()
+        self._next = self.t0 + self.every
+        for sink in self.sinks:
+            sink.started(meta, self.snapshot())
+
+    def phase(self, phase: Phase, index: int, tasks: int) -> None:
+        self.phase_name = f"{phase} {index + 1}" if phase == "measured" else phase
+        for sink in self.sinks:
+            sink.phase(phase, index, tasks, self.snapshot())
+
+    def sample(self, s: Sample) -> None:
+        self.done += 1
+        self.counts[s.status] += 1
+        self.concurrency = s.concurrency
+        if s.status == "ok" and s.phase == "measured":
+            self.latency.add(s.end - s.start)
+        now = self.clock()
+        for sink in self._wants_tasks:
+            sink.task(s, now - self.t0)
+        if now >= self._next:
+            self._next = now + self.every
+            self.tick()
+
+    def tick(self) -> None:
+        snap = self.snapshot()
+        for sink in self.sinks:
+            sink.tick(snap)
+
+    def finished(self, status: str, exit_code: int, run_dir: str | None) -> None:
+        snap = self.snapshot()
+        for sink in self.sinks:
+            sink.finished(status, exit_code, run_dir, snap)
+
+    def snapshot(self) -> Snapshot:
+        elapsed = self.clock() - self.t0
+        rate = self.done / elapsed if elapsed > 0 else None
+        left = None if self.planned is None else max(0, self.planned - self.done)
+        pcts = self.latency.percentiles((50.0, 95.0))
+        return {
+            "phase": self.phase_name,
+            "done": self.done,
+            "planned": self.planned,
+            "counts": dict(self.counts),
+            "ok": self.counts["ok"],
+            "errors": self.counts["error"] + self.counts["timeout"],
+            "rate_limited": self.counts["rate_limited"],
+            "tasks_per_s": rate,
+            "concurrency": self.concurrency,
+            "limit": self.limit(),
+            "p50_s": pcts.get(50.0),
+            "p95_s": pcts.get(95.0),
+            "elapsed_s": elapsed,
+            "eta_s": left / rate if rate and left is not None else None,
+        }
+
+
+class JsonEvents:
+    """NDJSON on a byte stream, one event per line, flushed so a reader sees it at once."""
+
+    wants_tasks = True
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.run_id: str | None = None
+
+    def emit(self, event: str, elapsed: float, **fields: Any) -> None:
+        doc = {
+            "event": event,
+            "run_id": self.run_id,
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "elapsed_s": round(elapsed, 6),
+            **fields,
+        }
+        self.stream.write(orjson.dumps(doc) + b"\n")
+        self.stream.flush()
+
+    def started(self, meta: dict[str, Any], snap: Snapshot) -> None:
+        self.run_id = meta.get("id")
+        suite = meta.get("suite", {})
+        self.emit(
+            "run_started",
+            snap["elapsed_s"],
+            target=meta.get("target"),
+            suite={"name": suite.get("name"), "digest": suite.get("digest")},
+            load=meta.get("load"),
+            planned_tasks=snap["planned"],
+        )
+
+    def phase(self, phase: Phase, run: int, tasks: int, snap: Snapshot) -> None:
+        self.emit("phase_changed", snap["elapsed_s"], phase=phase, run=run, tasks=tasks)
+
+    def task(self, s: Sample, elapsed: float) -> None:
+        self.emit(
+            "task_finished",
+            elapsed,
+            phase=s.phase,
+            run=s.run,
+            case=s.case,
+            iteration=s.iteration,
+            status=s.status,
+            latency_s=s.end - s.start,
+            ttft_s=s.ttft,
+            tokens_in=s.tokens_in,
+            tokens_out=s.tokens_out,
+            error_kind=s.error_kind,
+        )
+
+    def tick(self, snap: Snapshot) -> None:
+        self.emit(
+            "progress", snap["elapsed_s"], **{k: v for k, v in snap.items() if k != "elapsed_s"}
+        )
+
+    def finished(self, status: str, exit_code: int, run_dir: str | None, snap: Snapshot) -> None:
+        self.tick(snap)  # the last progress: final counts and provisional percentiles
+        self.emit(
+            "run_finished",
+            snap["elapsed_s"],
+            status=status,
+            exit_code=exit_code,
+            counts=snap["counts"],
+            run_dir=run_dir,
+        )
+
+
+class LiveView:
+    """Progress for people on stderr: a redrawn status line on a terminal; elsewhere (CI logs,
+    pipes) a plain line at each phase and every ``plain_every`` seconds, never escape codes."""
+
+    wants_tasks = False
+
+    def __init__(self, console: Console, plain_every: float = 10.0) -> None:
+        self.console = console
+        self.plain_every = plain_every
+        self._live: Live | None = None
+        self._last_plain = -plain_every
+
+    def started(self, meta: dict[str, Any], snap: Snapshot) -> None:
+        if self.console.is_terminal:
+            self._live = Live(
+                self._line(snap), console=self.console, refresh_per_second=4, transient=True
+            )
+            self._live.start()
+
+    def phase(self, phase: Phase, run: int, tasks: int, snap: Snapshot) -> None:
+        what = "warmup" if phase == "warmup" else f"run {run + 1}"
+        self.console.print(f"{what}: {tasks} tasks", style="dim", highlight=False)
+        if self._live is not None:
+            self._live.update(self._line(snap))
+
+    def task(self, s: Sample, elapsed: float) -> None:
+        pass
+
+    def tick(self, snap: Snapshot) -> None:
+        if self._live is not None:
+            self._live.update(self._line(snap))
+        elif snap["elapsed_s"] - self._last_plain >= self.plain_every:
+            self._last_plain = snap["elapsed_s"]
+            self.console.print(self._line(snap), highlight=False)
+
+    def finished(self, status: str, exit_code: int, run_dir: str | None, snap: Snapshot) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    @staticmethod
+    def _line(snap: Snapshot) -> Text:
+        return Text(describe(snap))
+
+
+def describe(snap: Snapshot) -> str:
+    """One status line: where the run is, how fast, how healthy, how long to go."""
+    planned = snap["planned"]
+    done = f"{snap['done']}/{planned}" if planned else str(snap["done"])
+    rate = snap["tasks_per_s"]
+    limit = f" (limit {snap['limit']:g})" if snap["limit"] is not None else ""
+    parts = [
+        f"{snap['phase']}: {done} tasks",
+        f"{rate:.1f}/s" if rate else "–/s",
+        f"in flight {snap['concurrency']}{limit}",
+        f"errors {snap['errors']}",
+        f"429s {snap['rate_limited']}",
+    ]
+    if snap["p50_s"] is not None:
+        parts.append(
+            f"P50 {1e3 * snap['p50_s']:.0f} ms P95 {1e3 * snap['p95_s']:.0f} ms (provisional)"
+        )
+    parts.append(f"elapsed {_clock(snap['elapsed_s'])}")
+    if snap["eta_s"] is not None:
+        parts.append(f"left ~{_clock(snap['eta_s'])}")
+    return " · ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

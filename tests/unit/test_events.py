@@ -1,0 +1,94 @@
+"""Progress counters, provisional percentiles and the plain (non-terminal) view, on a fake
+clock."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from perfbench.events import LiveView, Progress, describe
+from perfbench.sample import Sample
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Recording:
+    wants_tasks = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def started(self, meta: dict[str, object], snap: dict[str, object]) -> None:
+        self.calls.append(("started", meta["id"]))
+
+    def phase(self, phase: str, run: int, tasks: int, snap: dict[str, object]) -> None:
+        self.calls.append(("phase", (phase, run, tasks)))
+
+    def task(self, s: Sample, elapsed: float) -> None:
+        self.calls.append(("task", round(elapsed, 6)))
+
+    def tick(self, snap: dict[str, object]) -> None:
+        self.calls.append(("tick", snap["done"]))
+
+    def finished(
+        self, status: str, code: int, run_dir: str | None, snap: dict[str, object]
+    ) -> None:
+        self.calls.append(("finished", (status, code)))
+
+
+def sample(status: str, latency: float, phase: str = "measured") -> Sample:
+    return Sample(phase, 0, "c", 0, "en", 0.0, latency, status=status, concurrency=3)  # type: ignore[arg-type]
+
+
+def test_counts_rates_eta_and_provisional_percentiles() -> None:
+    clock, sink = FakeClock(), Recording()
+    progress = Progress([sink], every=1.0, clock=clock, limit=lambda: 8.0)
+    progress.planned = 10
+    progress.started({"id": "r1"})
+    progress.phase("measured", 0, 10)
+    for i, status in enumerate(["ok", "ok", "error", "rate_limited", "ok"]):
+        clock.now += 0.5
+        progress.sample(sample(status, 0.1 * (i + 1)))
+    snap = progress.snapshot()
+    assert snap["done"] == 5 and snap["ok"] == 3 and snap["errors"] == 1
+    assert snap["rate_limited"] == 1 and snap["concurrency"] == 3 and snap["limit"] == 8.0
+    assert snap["tasks_per_s"] == 2.0  # 5 tasks in 2.5 s
+    assert snap["eta_s"] == 2.5  # 5 left at 2 per second
+    assert snap["p50_s"] == 0.2 and snap["p95_s"] == 0.5  # nearest rank over ok: .1 .2 .5
+    # A tick at most once per second of the clock: after 1.0 s and after 2.0 s.
+    assert [c for c in sink.calls if c[0] == "tick"] == [("tick", 2), ("tick", 4)]
+    assert sink.calls[:2] == [("started", "r1"), ("phase", ("measured", 0, 10))]
+    line = describe(snap)
+    assert "5/10 tasks" in line and "(limit 8)" in line and "(provisional)" in line
+
+
+def test_warmup_tasks_count_but_are_not_in_the_percentiles() -> None:
+    progress = Progress([], clock=FakeClock())
+    progress.sample(sample("ok", 9.0, phase="warmup"))
+    progress.sample(sample("ok", 0.3))
+    assert progress.snapshot()["p95_s"] == 0.3 and progress.done == 2
+
+
+def test_plain_view_prints_lines_at_intervals_and_no_escape_codes() -> None:
+    buffer = io.StringIO()
+    view = LiveView(Console(file=buffer, force_terminal=False, width=200), plain_every=10.0)
+    clock = FakeClock()
+    progress = Progress([view], every=1.0, clock=clock)
+    progress.started({"id": "r"})
+    progress.phase("warmup", 0, 4)
+    for _ in range(25):  # 25 s of ticks: plain lines at 1 s, 11 s and 21 s
+        clock.now += 1.0
+        progress.sample(sample("ok", 0.1))
+    progress.finished("completed", 0, None)
+    text = buffer.getvalue()
+    assert "\x1b" not in text
+    lines = text.splitlines()
+    assert lines[0] == "warmup: 4 tasks"
+    assert len([ln for ln in lines if "tasks" in ln and "/s" in ln]) == 3
