@@ -578,7 +578,8 @@ def list_(
     table = Table()
     for col in ("run", "started", "suite", "target", "label", "tasks", "P50", "P95", "status"):
         table.add_column(col, justify="right" if col in ("tasks", "P50", "P95") else "left")
-    for info in store.list_runs(root):
+    runs = store.list_runs(root)
+    for info in runs:
         m = info.meta
         head = m.get("headline") or {}
         table.add_row(
@@ -590,12 +591,16 @@ def list_(
             str(head.get("tasks", "–")),
             tables.seconds(head.get("p50")),
             tables.seconds(head.get("p95")),
-            str(m.get("status", "?")),
+            store.status(m),
         )
     if not table.row_count:
         err.print(f"No runs in {root}/. Start one with: perfbench run cases/")
         return
     out.print(table)
+    if any(store.status(info.meta) == "killed" for info in runs):
+        err.print(
+            "A killed run keeps what it measured: continue it with perfbench run --resume DIR"
+        )
 
 
 @app.command()

@@ -7,7 +7,7 @@ summary.json describes every sample that reached samples.jsonl."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,6 +101,9 @@ class Session:
         except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
             status = "interrupted"
             raise
+        except BaseException as exc:  # the reason stays with the run (disk full, a bug…)
+            meta["error"] = _reason(exc)
+            raise
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
@@ -116,7 +119,7 @@ class Session:
             )
             if run_dir is not None and self.recorder.writer is not None:
                 self.recorder.writer.close()
-                store.write_json(run_dir / store.SUMMARY, summary)
+                _best_effort(store.write_json, run_dir / store.SUMMARY, summary)
                 store.write_json(run_dir / store.META, meta)
         return RunResult(run_dir, meta, summary)
 
@@ -135,6 +138,7 @@ class Session:
         # Continue the run's timeline after what is on disk, so per-run windows stay ordered.
         self.runner.resume_at = max((s.end for s in kept), default=0.0)
         meta["status"] = "running"
+        meta["owner"] = store.owner()
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
         return meta
 
@@ -153,6 +157,7 @@ class Session:
             "schema": SCHEMA,
             "id": run_dir.name if run_dir else None,
             "status": "running",
+            "owner": store.owner(),
             "label": self.label,
             "started_at": started.isoformat(timespec="seconds"),
             "finished_at": None,
@@ -185,6 +190,19 @@ class Session:
             "host": host.fingerprint(),
             "headline": None,
         }
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_reason(e) for e in exc.exceptions))
+    return str(exc) or type(exc).__name__
+
+
+def _best_effort(write: Callable[[Path, Any], None], path: Path, doc: Any) -> None:
+    """The summary is derived data (it can be rebuilt from samples.jsonl): on a full disk it
+    must not stop meta.json from recording how the run ended."""
+    with suppress(StoreError):
+        write(path, doc)
 
 
 async def _open(target: Target, stack: AsyncExitStack) -> None:

@@ -8,10 +8,12 @@ runs/<UTC time>_<suite>_<target>[_<label>]/
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
 import re
+import socket
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,10 +104,16 @@ class SampleWriter:
             self._fh.write(line)
             self._fh.flush()
         except OSError as exc:
-            raise StoreError(f"cannot append to {self.path}: {exc.strerror}") from exc
+            raise StoreError(
+                f"cannot append to {self.path}: {exc.strerror}. The samples written before are "
+                f"kept: fix the cause, then `perfbench run --resume {self.path.parent}`"
+            ) from exc
 
     def close(self) -> None:
-        self._fh.close()
+        """Close; a line that could not be written (disk full) is dropped, not raised again:
+        the error was reported by ``write``, and what is on disk stays readable."""
+        with contextlib.suppress(OSError):
+            self._fh.close()
 
 
 def read_samples(run_dir: Path) -> Iterator[Sample]:
@@ -190,3 +198,25 @@ def read_summary(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
     return summarize(read_samples(run_dir), timeouts)
+
+
+def owner() -> dict[str, Any]:
+    """Which process is writing a run (machine and pid), so a reader can tell a run that is
+    still going from one whose process was killed."""
+    return {"hostname": socket.gethostname(), "pid": os.getpid()}
+
+
+def status(meta: dict[str, Any]) -> str:
+    """The run's status for people: a run still marked running whose process is gone from
+    this machine was killed, and is said to be so."""
+    recorded = str(meta.get("status", "?"))
+    who = meta.get("owner") or {}
+    if recorded != "running" or who.get("hostname") != socket.gethostname():
+        return recorded
+    try:
+        os.kill(int(who["pid"]), 0)
+    except ProcessLookupError:
+        return "killed"
+    except (OSError, KeyError, TypeError, ValueError):
+        return recorded
+    return recorded
