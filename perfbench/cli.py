@@ -46,7 +46,8 @@ from perfbench.runner import Plan
 from perfbench.session import RunResult, Session
 from perfbench.stats import across_runs
 from perfbench.suite import load_suite
-from perfbench.sweep import Sweep, SweepPlan
+from perfbench.sweep import PLAN_FILE as SWEEP_PLAN
+from perfbench.sweep import Sweep, SweepPlan, plan_doc, plan_from_doc
 from perfbench.sweep import markdown as sweep_markdown
 from perfbench.targets.registry import TargetOptions, resolve
 
@@ -455,7 +456,7 @@ def _slo(text: str | None) -> tuple[str, float] | None:
 
 @app.command()
 def sweep(
-    cases: CasesArg,
+    cases: OptionalCasesArg = None,
     target: Annotated[str, typer.Option("--target", "-t", help="As for `run`.")] = "mock+http",
     concurrency: Annotated[
         str | None, typer.Option("--concurrency", "-c", help="Levels, e.g. 1,2,4,8,16,32.")
@@ -496,6 +497,10 @@ def sweep(
         bool,
         typer.Option("--json", help="level_finished and run_finished events as JSON lines."),
     ] = False,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue an interrupted sweep directory: finished levels are kept."),
+    ] = None,
 ) -> None:
     """Run the suite at a series of load levels and find where the target stops scaling.
 
@@ -511,15 +516,30 @@ def sweep(
     if auto and (levels or rate_levels):
         raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
     with _errors():
+        if resume is not None:
+            how = _sweep_invocation(resume)
+            cases = [Path(p) for p in how["cases"]]
+            target, base_url = how["target"], how["options"]["base_url"]
+            api_key_env, seed = how["options"]["api_key_env"], how["options"]["seed"]
+            plan = plan_from_doc(how["plan"])
+        elif not cases:
+            raise typer.BadParameter("give case files or folders (or --resume SWEEP_DIR)")
+        else:
+            plan = SweepPlan(
+                base=Plan(runs=runs, warmup=warmup, repeat=repeat, seed=seed),
+                levels=levels or rate_levels,
+                rates=bool(rate_levels),
+                max_level=max_level,
+                rule=StopRule(error_budget, p95_factor, min_gain),
+                slo=_slo(slo),
+            )
         suite = load_suite(cases)
-        plan = SweepPlan(
-            base=Plan(runs=runs, warmup=warmup, repeat=repeat, seed=seed),
-            levels=levels or rate_levels,
-            rates=bool(rate_levels),
-            max_level=max_level,
-            rule=StopRule(error_budget, p95_factor, min_gain),
-            slo=_slo(slo),
-        )
+        invocation = {
+            "cases": [str(p.resolve()) for p in cases],
+            "target": target,
+            "options": {"base_url": base_url, "api_key_env": api_key_env, "seed": seed},
+            "plan": plan_doc(plan),
+        }
 
         def factory(n: int) -> Any:
             options = TargetOptions(
@@ -551,7 +571,16 @@ def sweep(
                 )
 
         name = factory(1).name
-        sweeper = Sweep(suite, factory, plan, out_root=out_dir, target_name=name, on_level=on_level)
+        sweeper = Sweep(
+            suite,
+            factory,
+            plan,
+            out_root=out_dir,
+            target_name=name,
+            on_level=on_level,
+            invocation=invocation,
+            resume=resume,
+        )
         result = anyio.run(sweeper.run)
     console = err if as_json else out
     console.print(
@@ -568,6 +597,18 @@ def sweep(
             knee=result.findings.get("knee"),
             run_dir=str(result.path),
         )
+
+
+def _sweep_invocation(path: Path) -> dict[str, Any]:
+    plan_file = path / SWEEP_PLAN
+    if not plan_file.is_file():
+        raise StoreError(f"{path} is not a sweep directory that can resume (no {SWEEP_PLAN})")
+    how: dict[str, Any] = store.read_json(plan_file)
+    if how.get("status") == "completed":
+        raise StoreError(f"{path} is complete; nothing to resume")
+    if "cases" not in how:
+        raise StoreError(f"{plan_file} does not record how the sweep was started")
+    return how
 
 
 @app.command("list")

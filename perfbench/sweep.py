@@ -7,6 +7,12 @@ refined by bisection between the last good and the first bad level.
         sweep.json             per-level figures and the findings
         sweep.md               the same as a Markdown summary
         sweep.png, sweep.svg   throughput, P95 and 429 rate against level, the knee marked
+        sweep-plan.json        how the sweep was started (no keys) and whether it finished:
+                               `perfbench sweep --resume DIR` continues it
+
+A resumed sweep keeps every finished level (read back, not measured again), resumes an
+interrupted closed-loop level, and measures an interrupted open-loop level again (its schedule
+cannot be continued) after moving the partial one aside to ``level-<N>.partial-<k>``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from perfbench import store
+from perfbench.errors import StoreError
 from perfbench.load import Rate
 from perfbench.load.knee import (
     Level,
@@ -37,6 +44,7 @@ from perfbench.suite import Suite
 from perfbench.targets import Target
 
 TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
+PLAN_FILE = "sweep-plan.json"
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,25 @@ class SweepPlan:
     rule: StopRule = field(default_factory=StopRule)
     bisect_steps: int = 4
     slo: tuple[str, float] | None = None  # ("p95", 2.0)
+
+
+def plan_doc(plan: SweepPlan) -> dict[str, Any]:
+    """The plan as JSON, for sweep-plan.json."""
+    doc = asdict(plan)
+    doc["base"].pop("load", None)  # a level's load is derived from the level
+    return doc
+
+
+def plan_from_doc(doc: dict[str, Any]) -> SweepPlan:
+    return SweepPlan(
+        base=Plan(**doc["base"]),
+        levels=tuple(doc["levels"]),
+        rates=doc["rates"],
+        max_level=doc["max_level"],
+        rule=StopRule(**doc["rule"]),
+        bisect_steps=doc["bisect_steps"],
+        slo=(doc["slo"][0], doc["slo"][1]) if doc["slo"] else None,
+    )
 
 
 @dataclass
@@ -67,18 +94,32 @@ class Sweep:
         out_root: Path,
         target_name: str,
         on_level: Callable[[Level, str | None], None] | None = None,
+        invocation: dict[str, Any] | None = None,
+        resume: Path | None = None,
     ) -> None:
         self.suite, self.factory, self.plan = suite, factory, plan
         self.out_root, self.target_name = out_root, target_name
         self.on_level = on_level
+        self.invocation = invocation  # how to start it again (for --resume); no keys in it
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
-        self.path: Path | None = None  # the sweep directory, once run() has made it
+        self.path: Path | None = resume  # the sweep directory (made by run() unless resuming)
 
     async def run(self) -> SweepResult:
-        path = self.path = store.new_run_dir(
-            self.out_root, f"sweep_{self.suite.name}", self.target_name, None, datetime.now(UTC)
-        )
+        if self.path is None:
+            self.path = store.new_run_dir(
+                self.out_root,
+                f"sweep_{self.suite.name}",
+                self.target_name,
+                None,
+                datetime.now(UTC),
+            )
+        path = self.path
+        previous = store.read_json(path / PLAN_FILE) if (path / PLAN_FILE).is_file() else {}
+        if previous.get("suite_digest", self.suite.digest) != self.suite.digest:
+            raise StoreError(f"{path} was swept with another version of the suite; start anew")
+        how = {**previous, **(self.invocation or {}), "suite_digest": self.suite.digest}
+        store.write_json(path / PLAN_FILE, {**how, "status": "running"})
         if self.plan.levels:
             for level in self.plan.levels:
                 await self._level(path, level)
@@ -97,6 +138,7 @@ class Sweep:
         }
         store.write_json(path / "sweep.json", doc)
         (path / "sweep.md").write_text(markdown(levels, findings, self.plan), encoding="utf-8")
+        store.write_json(path / PLAN_FILE, {**how, "status": "completed"})
         if levels:
             from perfbench.report.charts import sweep_chart  # matplotlib loads only here
 
@@ -131,23 +173,61 @@ class Sweep:
         else:
             plan = replace(plan, concurrency=int(level), load=None)
         concurrency = int(level) if not self.plan.rates else max(1, math.ceil(level))
-        session = Session(
-            self.suite,
-            self.factory(concurrency),
-            plan,
-            run_dir=path / f"level-{level:g}",
-        )
-        result = await session.run()
-        measured = level_of(level, result.summary)
+        run_dir = path / f"level-{level:g}"
+        done = _finished(run_dir)
+        if done is not None:  # a resumed sweep: measured before, read back
+            summary, interrupted = done, False
+        else:
+            session = Session(
+                self.suite,
+                self.factory(concurrency),
+                plan,
+                run_dir=run_dir,
+                resume=_resumable(run_dir, self.plan.rates),
+            )
+            result = await session.run()
+            summary, interrupted = result.summary, result.interrupted
+        measured = level_of(level, summary)
         self.measured[level] = measured
         ordered = [self.measured[k] for k in sorted(self.measured)]
         reason = verdict([v for v in ordered if v.level <= level], self.plan.rule)
         self.reasons[level] = reason
         if self.on_level is not None:
             self.on_level(measured, reason)
-        if result.interrupted:
+        if interrupted:
             raise KeyboardInterrupt
         return reason
+
+
+def _finished(run_dir: Path) -> dict[str, Any] | None:
+    """The summary of a level a previous process completed, else None."""
+    meta_path = run_dir / store.META
+    if not meta_path.is_file():
+        return None
+    meta = store.read_json(meta_path)
+    if meta.get("status") != "completed":
+        return None
+    summary: dict[str, Any] = store.read_summary(run_dir, meta)
+    return summary
+
+
+def _resumable(run_dir: Path, open_loop: bool) -> bool:
+    """Whether an existing level directory is continued (True) or the level starts afresh. An
+    open-loop level cannot continue its schedule: the partial one is moved aside, not lost."""
+    if not run_dir.exists():
+        return False
+    if not (run_dir / store.META).is_file():
+        if any(run_dir.iterdir()):
+            raise StoreError(f"{run_dir} has files but no meta.json: move it away and resume")
+        run_dir.rmdir()  # killed between making the folder and writing meta.json
+        return False
+    if open_loop:
+        k = 1
+        while run_dir.with_name(f"{run_dir.name}.partial-{k}").exists():
+            k += 1
+        run_dir.rename(run_dir.with_name(f"{run_dir.name}.partial-{k}"))
+        return False
+    return True
 
 
 def level_of(level: float, summary: dict[str, Any]) -> Level:
