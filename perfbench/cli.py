@@ -342,14 +342,17 @@ def _resumed_session(run_dir: Path, progress: Progress) -> Session:
     how = meta.get("invocation")
     if not how:
         raise PerfbenchError(f"{run_dir} does not record how it was started; it cannot resume")
-    if meta["load"]["shape"] == "rate":
-        raise PerfbenchError("an open-loop (--rate) run cannot resume: its schedule is gone")
     if meta.get("status") == "completed":
         raise PerfbenchError(f"{run_dir} is complete; nothing to resume")
     suite = load_suite([Path(p) for p in how["cases"]])
     plan_doc = dict(meta["plan"])
     load = plan_doc.pop("load", None)
-    shape = Adaptive(**load) if meta["load"]["shape"] == "adaptive" and load else None
+    kind = meta["load"]["shape"]
+    shape: Load | None = None
+    if load and kind == "adaptive":
+        shape = Adaptive(**load)
+    elif load and kind == "rate":
+        shape = Rate(**load)
     plan = Plan(**plan_doc, load=shape)
     options = TargetOptions(**how["options"])
     prices = Path(how["prices"]) if how.get("prices") else None

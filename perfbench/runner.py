@@ -72,6 +72,7 @@ class Runner:
         self._done = 0
         self.t0 = 0.0
         self.skip: set[tuple[str, int, str, int]] = set()  # tasks already measured (resume)
+        self.skip_passes: set[tuple[str, int]] = set()  # open-loop passes already measured
         self.resume_at = 0.0  # a resumed run's clock continues from here
         shape = plan.load
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
@@ -96,6 +97,9 @@ class Runner:
         return Outcome(self._stopped, self.t0, self.clock())
 
     async def _pass(self, phase: Phase, index: int) -> None:
+        if (phase, index) in self.skip_passes:
+            self.recorder.pass_finished(phase, index)
+            return
         todo = [
             (c, i)
             for c in self.suite.cases

@@ -6,6 +6,7 @@ summary.json describes every sample that reached samples.jsonl."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from dataclasses import asdict, dataclass
@@ -17,9 +18,10 @@ from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.cost import Pricer
 from perfbench.errors import StoreError
-from perfbench.load import Adaptive
+from perfbench.load import Adaptive, Rate
 from perfbench.recorder import Observer, Recorder
 from perfbench.runner import PassHook, Plan, Runner
+from perfbench.sample import Sample
 from perfbench.stats import Summarizer, headline
 from perfbench.suite import Suite
 from perfbench.targets import Target
@@ -131,16 +133,32 @@ class Session:
                 f"{run_dir} was measured with another version of the suite (digest "
                 f"{meta['suite']['digest'][:12]}, now {self.suite.digest[:12]}); start a new run"
             )
-        kept = store.compact_samples(run_dir)  # drops a torn last line and cancelled tasks
+        keep = self._whole_passes(run_dir) if isinstance(self.plan.load, Rate) else None
+        # Drops a torn last line and cancelled tasks; open loop: passes that did not finish.
+        kept = store.compact_samples(run_dir, keep or (lambda s: True))
         for sample in kept:
             self.summarizer.add(sample)
         self.runner.skip = {s.key for s in kept}
+        if keep is not None:
+            self.runner.skip_passes = {(s.phase, s.run) for s in kept}
         # Continue the run's timeline after what is on disk, so per-run windows stay ordered.
         self.runner.resume_at = max((s.end for s in kept), default=0.0)
         meta["status"] = "running"
         meta["owner"] = store.owner()
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
         return meta
+
+    def _whole_passes(self, run_dir: Path) -> Callable[[Sample], bool]:
+        """Open loop: a pass is kept only if every scheduled arrival of it is on disk. A pass
+        cut short is measured again from its start: its schedule (and the load it put on the
+        target) cannot be continued from the middle."""
+        assert isinstance(self.plan.load, Rate)
+        per_pass = self.plan.load.count(len(self.suite.cases) * self.plan.repeat)
+        seen = Counter(
+            (s.phase, s.run) for s in store.read_samples(run_dir) if s.status != "cancelled"
+        )
+        whole = {key for key, n in seen.items() if n >= per_pass}
+        return lambda s: (s.phase, s.run) in whole
 
     def _create_dir(self, started: datetime) -> Path | None:
         if self.run_dir is not None:

@@ -15,7 +15,7 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,10 +130,11 @@ def read_samples(run_dir: Path) -> Iterator[Sample]:
             yield Sample.from_json(orjson.loads(line))
 
 
-def compact_samples(run_dir: Path) -> list[Sample]:
-    """Rewrite samples.jsonl without a torn last line or cancelled tasks (to be run again);
-    returns the samples kept. Atomic: a crash here leaves the old file."""
-    kept = [s for s in read_samples(run_dir) if s.status != "cancelled"]
+def compact_samples(run_dir: Path, keep: Callable[[Sample], bool] = lambda s: True) -> list[Sample]:
+    """Rewrite samples.jsonl without a torn last line, cancelled tasks (to be run again) and
+    samples ``keep`` rejects; returns the samples kept. Atomic: a crash here leaves the old
+    file."""
+    kept = [s for s in read_samples(run_dir) if s.status != "cancelled" and keep(s)]
     path = run_dir / SAMPLES
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{SAMPLES}.", dir=run_dir)

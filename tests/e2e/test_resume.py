@@ -114,3 +114,34 @@ def test_resume_refuses_a_changed_suite(tmp_path: Path) -> None:
         perfbench("run", "--resume", str(run_dir)), capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3 and "another version of the suite" in done.stderr
+
+
+def test_open_loop_resume_keeps_whole_passes_and_measures_a_cut_one_again(tmp_path: Path) -> None:
+    profile = tmp_path / "quick.yaml"
+    profile.write_text(PROFILE)
+    out = tmp_path / "runs"
+    cmd = perfbench(
+        "run", str(CASES / "answer.yaml"), "-t", f"mock:{profile}", "--rate", "40",
+        "--duration", "0.5", "--runs", "4", "--warmup", "0", "--out", str(out), "-q",
+    )  # fmt: skip
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # kill when the second pass is under way
+            lines = [ln for p in out.glob("*/samples.jsonl") for ln in p.read_text().splitlines()]
+            if sum('"run":1' in ln.replace(" ", "") for ln in lines) >= 3:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    [run_dir] = list(out.iterdir())
+    before = [json.loads(ln) for ln in (run_dir / "samples.jsonl").read_text().splitlines() if ln]
+    first_pass = [d for d in before if d["run"] == 0]
+    assert len(first_pass) == 20  # 40/s × 0.5 s, finished before the kill
+    done = subprocess.run(
+        perfbench("run", "--resume", str(run_dir), "-q"), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    after = [json.loads(ln) for ln in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert [d for d in after if d["run"] == 0] == first_pass  # kept, not measured again
+    for run in range(4):
+        assert len([d for d in after if d["run"] == run]) == 20, run  # the cut pass: whole again
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "completed"
