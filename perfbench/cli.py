@@ -303,7 +303,7 @@ def run(
                     "prices": str(prices.resolve()) if prices else None,
                 },
             )
-        progress.planned = _planned(session)
+        progress.planned = session.planned_tasks()
         progress.limit = lambda: session.runner.aimd.limit if session.runner.aimd else None
         try:
             result = anyio.run(_run_with_sigint, session)
@@ -324,15 +324,6 @@ def _progress(quiet: bool, as_json: bool) -> Progress:
     if as_json:
         sinks.append(JsonEvents(sys.stdout.buffer))
     return Progress(sinks)
-
-
-def _planned(session: Session) -> int:
-    """Tasks this process will run: every pass's tasks, less those a resumed run has."""
-    plan = session.plan
-    per_pass = len(session.suite.cases) * plan.repeat
-    if isinstance(plan.load, Rate):
-        per_pass = plan.load.count(per_pass)
-    return max(0, len(plan.passes()) * per_pass - len(session.runner.skip))
 
 
 def _resumed_session(run_dir: Path, progress: Progress) -> Session:
@@ -583,6 +574,7 @@ def sweep(
             on_level=on_level,
             invocation=invocation,
             resume=resume,
+            progress=Progress([LiveView(err)]),
         )
         result = anyio.run(sweeper.run)
     console = err if as_json else out

@@ -74,6 +74,10 @@ class Progress:
         self.phase_name = "starting"
 
     def started(self, meta: dict[str, Any]) -> None:
+        """A run begins: counting starts afresh (a sweep reuses one Progress per level)."""
+        self.counts = dict.fromkeys(STATUSES, 0)
+        self.done, self.concurrency = 0, 0
+        self.latency = Histogram()
         self.t0 = self.clock()
         self._next = self.t0 + self.every
         for sink in self.sinks:

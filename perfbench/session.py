@@ -75,6 +75,14 @@ class Session:
     def stop(self) -> None:
         self.runner.stop()
 
+    def planned_tasks(self) -> int:
+        """Tasks this session will run: every pass's tasks, less those a resumed run has."""
+        plan = self.plan
+        per_pass = len(self.suite.cases) * plan.repeat
+        if isinstance(plan.load, Rate):
+            per_pass = plan.load.count(per_pass)
+        return max(0, len(plan.passes()) * per_pass - len(self.runner.skip))
+
     def _price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         if self.pricer is None:
             return None

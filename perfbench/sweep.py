@@ -26,6 +26,7 @@ from typing import Any
 
 from perfbench import store
 from perfbench.errors import StoreError
+from perfbench.events import Progress
 from perfbench.load import Rate
 from perfbench.load.knee import (
     Level,
@@ -96,7 +97,9 @@ class Sweep:
         on_level: Callable[[Level, str | None], None] | None = None,
         invocation: dict[str, Any] | None = None,
         resume: Path | None = None,
+        progress: Progress | None = None,
     ) -> None:
+        self.progress = progress  # the live view of each level's run, when given
         self.suite, self.factory, self.plan = suite, factory, plan
         self.out_root, self.target_name = out_root, target_name
         self.on_level = on_level
@@ -178,14 +181,24 @@ class Sweep:
         if done is not None:  # a resumed sweep: measured before, read back
             summary, interrupted = done, False
         else:
+            watch = self.progress
             session = Session(
                 self.suite,
                 self.factory(concurrency),
                 plan,
                 run_dir=run_dir,
                 resume=_resumable(run_dir, self.plan.rates),
+                on_pass=watch.phase if watch else None,
+                observers=[watch.sample] if watch else None,
+                on_start=watch.started if watch else None,
             )
-            result = await session.run()
+            if watch is not None:
+                watch.planned = session.planned_tasks()
+            try:
+                result = await session.run()
+            finally:
+                if watch is not None:
+                    watch.finished("level", 0, None)
             summary, interrupted = result.summary, result.interrupted
         measured = level_of(level, summary)
         self.measured[level] = measured
