@@ -10,6 +10,8 @@ from typing import Any
 
 SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
+LAG_WARN_S = 0.005  # event-loop lag at P99 above which latencies include the client's delay
+CPU_WARN = 0.9  # share of one core the client used
 
 
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
@@ -29,6 +31,7 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes.extend(_tail_resolution(summary))
     notes.extend(_spread(summary))
     notes.extend(_first_run(runs))
+    notes.extend(_client(summary.get("client")))
     return notes
 
 
@@ -100,4 +103,23 @@ def _first_run(runs: list[Mapping[str, Any]]) -> Iterable[str]:
         yield (
             f"The first measured run was {means[0] / median:.2f}× slower (mean latency) than the "
             "median of the others: a cold start the warmup did not absorb. Raise --warmup."
+        )
+
+
+def _client(client: Mapping[str, Any] | None) -> Iterable[str]:
+    """The client was the bottleneck: its own delays are in the latencies measured."""
+    if not client:
+        return
+    lag = (client.get("loop_lag") or {}).get("p99")
+    if lag is not None and lag > LAG_WARN_S:
+        yield (
+            f"perfbench's event loop was {lag * 1e3:.1f} ms late at P99: latencies include "
+            "the client's own delay. Lower --concurrency (or the rate), or run perfbench on a "
+            "less loaded machine."
+        )
+    share = client.get("cpu_share")
+    if share is not None and share > CPU_WARN:
+        yield (
+            f"perfbench used {share:.0%} of a CPU core: the client, not the target, may have "
+            "set the pace. Lower --concurrency, or check the result against a lower load."
         )

@@ -108,10 +108,10 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except BaseExceptionGroup as group:  # raised inside a task group: unwrap ours
-        ours = group.subgroup(PerfbenchError)
-        if ours is None or ours.exceptions != group.exceptions:
+        ours, rest = group.split(PerfbenchError)
+        if ours is None or rest is not None:
             raise
-        first = ours.exceptions[0]
+        first = _first_leaf(ours)
         err.print(
             Text.assemble(("error: ", "bold red"), str(first)), highlight=False, soft_wrap=True
         )
@@ -121,6 +121,13 @@ def _errors() -> Iterator[None]:
         # soft_wrap: a file:line: field: message line stays one line, whatever the width.
         err.print(Text.assemble(("error: ", "bold red"), str(exc)), highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.CONFIG) from None
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) task-group exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _version(value: bool) -> None:

@@ -21,6 +21,7 @@ from perfbench.clock import Clock, bind, default_clock, loop_clock, sleep_until
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.load.adaptive import Aimd
 from perfbench.load.arrivals import schedule
+from perfbench.monitor import ClientMonitor
 from perfbench.recorder import Recorder
 from perfbench.sample import Phase, Sample
 from perfbench.suite import Case, Suite
@@ -77,6 +78,7 @@ class Runner:
         shape = plan.load
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
         self._gate: anyio.CapacityLimiter | None = None
+        self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
 
     def stop(self) -> None:
         """Cancel the run: tasks in flight are recorded as cancelled, nothing new starts."""
@@ -89,11 +91,15 @@ class Runner:
         self.t0 = self.clock() - self.resume_at
         if self.aimd is not None:
             self._gate = anyio.CapacityLimiter(self.aimd.limit)
+        self.monitor = ClientMonitor(self.clock)
         with anyio.CancelScope() as self._scope:
-            for phase, index in self.plan.passes():
-                if self._stopped:
-                    break
-                await self._pass(phase, index)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.monitor.watch)
+                for phase, index in self.plan.passes():
+                    if self._stopped:
+                        break
+                    await self._pass(phase, index)
+                tg.cancel_scope.cancel()  # the watcher
         return Outcome(self._stopped, self.t0, self.clock())
 
     async def _pass(self, phase: Phase, index: int) -> None:

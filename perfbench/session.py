@@ -117,6 +117,8 @@ class Session:
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
+            if self.runner.monitor is not None:
+                summary["client"] = self.runner.monitor.summary()
             if self.runner.aimd is not None:
                 summary["adaptive"] = {
                     "history": self.runner.aimd.history,

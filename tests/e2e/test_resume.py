@@ -39,8 +39,9 @@ def test_twenty_kill_9s_then_resume_runs_every_task_exactly_once(tmp_path: Path)
     `--resume` of it (some kills land while a process is still starting, some mid-task, some
     while a pass closes). After every kill the directory must be readable by `show`, `list`
     and `report`; at the end every (phase, run, case, iteration) is in samples.jsonl once."""
-    profile = tmp_path / "quick.yaml"
-    profile.write_text(PROFILE)
+    profile = tmp_path / "slower.yaml"
+    # Slow enough that 20 kills land well before the end: ~19 s of work at concurrency 1.
+    profile.write_text(PROFILE.replace("ttft_ms: 20", "ttft_ms: 60"))
     out = tmp_path / "runs"
     first = perfbench(
         "run", str(CASES / "lookup.yaml"), "-t", f"mock:{profile}", "--runs", "3",
@@ -52,7 +53,7 @@ def test_twenty_kill_9s_then_resume_runs_every_task_exactly_once(tmp_path: Path)
     while kills < KILLS:
         cmd = first if run_dir is None else perfbench("run", "--resume", str(run_dir), "-q")
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.5, 1.3))  # the interpreter starts in ~0.7 s here
+        time.sleep(rng.uniform(0.5, 1.1))  # the interpreter starts in ~0.7 s here
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         found = [p for p in out.iterdir() if (p / "meta.json").is_file()] if out.is_dir() else []

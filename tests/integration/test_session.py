@@ -54,7 +54,9 @@ async def test_session_writes_a_complete_run_directory(
     stored = json.loads((result.run_dir / store.SUMMARY).read_text())
     timeouts = {c.id: c.timeout_s for c in example_suite.cases}
     recomputed = json.loads(json.dumps(summarize(samples, timeouts)))
+    client = stored.pop("client")  # about perfbench itself, not derived from the samples
     assert recomputed == stored
+    assert client["loop_lag"]["max"] == 0.0  # virtual time: the loop is never late
     assert any(k.startswith("run/1/case/workflow-zh/") for k in stored["histograms"])
 
 

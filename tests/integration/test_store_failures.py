@@ -38,9 +38,12 @@ async def test_a_full_disk_stops_the_run_with_a_clear_error_and_a_truthful_meta(
     session = Session(example_suite, resolve("mock:zero"), Plan(runs=1), run_dir=run_dir)
     with pytest.raises(BaseExceptionGroup) as caught:
         await session.run()
-    errors = caught.value.subgroup(StoreError)
-    assert errors is not None
-    message = str(errors.exceptions[0])
+    errors, rest = caught.value.split(StoreError)
+    assert errors is not None and rest is None
+    leaf: BaseException = errors
+    while isinstance(leaf, BaseExceptionGroup):  # task groups nest: runner, then workers
+        leaf = leaf.exceptions[0]
+    message = str(leaf)
     assert "No space left on device" in message and f"--resume {run_dir}" in message
     meta = json.loads((run_dir / store.META).read_text())
     assert meta["status"] == "failed" and "No space left on device" in meta["error"]
@@ -73,3 +76,20 @@ def test_an_output_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -
     assert result.exit_code == ExitCode.CONFIG
     assert "cannot create" in result.output and "Not a directory" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_command_reports_a_full_disk_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk_dir(self: Session, started: object) -> Path:
+        path = tmp_path / "run"
+        path.mkdir()
+        (path / store.SAMPLES).symlink_to("/dev/full")
+        return path
+
+    monkeypatch.setattr(Session, "_create_dir", full_disk_dir)
+    args = ["run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--out", str(tmp_path), "-q"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == ExitCode.CONFIG, result.output
+    assert "error: cannot append to" in result.output and "No space left" in result.output
+    assert "Traceback" not in result.output and "sub-exception" not in result.output

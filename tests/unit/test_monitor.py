@@ -1,0 +1,39 @@
+"""The client monitor on virtual time: a loop kept busy shows as lag, exactly."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+import trio
+
+from perfbench.advice import advise
+from perfbench.clock import bind, default_clock
+from perfbench.monitor import ClientMonitor
+
+
+@pytest.mark.anyio
+async def test_a_busy_loop_shows_as_lag_of_exactly_the_busy_time() -> None:
+    monitor = ClientMonitor(bind(default_clock), interval=0.02)
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(monitor.watch)
+        await anyio.sleep(0.105)  # 5 on-time wake-ups (0.02 … 0.10)
+        clock.jump(0.05)  # the loop is busy for 50 ms without yielding: due 0.12, woken 0.155
+        await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()
+    lag = monitor.lag.summary()
+    assert lag is not None
+    assert lag["max"] == pytest.approx(0.035) and lag["p50"] == 0.0
+    assert lag["n"] >= 9
+
+
+def test_warnings_name_the_client_as_the_bottleneck() -> None:
+    busy = {"loop_lag": {"p99": 0.012}, "cpu_share": 0.97}
+    summary = {"runs": [{"overall": {"tasks": 1, "ok": 1, "expect_mismatch": 0}}] * 3}
+    summary |= {"across_runs": {"overall": {}}, "pooled": {"overall": {}, "cases": {}}}
+    notes = advise({**summary, "client": busy}, {})
+    assert any("12.0 ms late at P99" in n for n in notes)
+    assert any("97% of a CPU core" in n for n in notes)
+    quiet = {"loop_lag": {"p99": 0.001}, "cpu_share": 0.2}
+    assert not [n for n in advise({**summary, "client": quiet}, {}) if "perfbench" in n]
