@@ -55,6 +55,11 @@ def fixed_profile(**overrides: Any) -> Profile:
     return Profile.model_validate({**base, **overrides})
 
 
+def perfbench(*args: str) -> list[str]:
+    """The command line of a `perfbench` child process, in this interpreter."""
+    return [sys.executable, "-m", "perfbench", *args]
+
+
 def write_suite(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

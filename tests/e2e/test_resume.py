@@ -8,14 +8,13 @@ import json
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from perfbench.cli import app
-from tests.conftest import CASES
+from tests.conftest import CASES, perfbench
 
 PROFILE = """
 name: quick
@@ -25,10 +24,6 @@ output_chars: 40
 tool_latency_scale: 0.1
 models: {sim: {tokens_per_char: {default: 0.25}}}
 """
-
-
-def perfbench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "perfbench", *args]
 
 
 KILLS = 20

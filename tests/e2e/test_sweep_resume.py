@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from perfbench.sweep import _resumable
-from tests.conftest import CASES
+from tests.conftest import CASES, perfbench
 
 PROFILE = """
 name: quick
@@ -20,10 +19,6 @@ itl_ms: 1
 output_chars: 40
 models: {sim: {tokens_per_char: {default: 0.25}}}
 """
-
-
-def perfbench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "perfbench", *args]
 
 
 def test_kill_9_mid_sweep_then_resume_keeps_finished_levels(tmp_path: Path) -> None:
