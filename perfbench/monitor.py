@@ -23,6 +23,9 @@ class ClientMonitor:
     def __init__(self, clock: Clock, interval: float = INTERVAL_S) -> None:
         self.clock, self.interval = clock, interval
         self.lag = Histogram()
+        # Off during warmup: warmup is there to absorb one-time costs (imports, loading a
+        # tokenizer's tables), which would otherwise show as lag in a short run.
+        self.recording = True
         self._cpu0 = time.process_time()
         self._wall0 = time.monotonic()
 
@@ -33,7 +36,8 @@ class ClientMonitor:
         while True:
             await sleep_until(self.clock, due)
             now = self.clock()
-            self.lag.add(max(0.0, now - due))
+            if self.recording:
+                self.lag.add(max(0.0, now - due))
             due = max(due + self.interval, now)
 
     def summary(self) -> dict[str, Any]:

@@ -103,6 +103,8 @@ class Runner:
         return Outcome(self._stopped, self.t0, self.clock())
 
     async def _pass(self, phase: Phase, index: int) -> None:
+        if self.monitor is not None:
+            self.monitor.recording = phase == "measured"
         if (phase, index) in self.skip_passes:
             self.recorder.pass_finished(phase, index)
             return
