@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from perfbench import __version__, config, store
+from perfbench import __version__, config, host, store
 from perfbench.advice import advise
 from perfbench.compare import BY_NAME, Comparison, compare
 from perfbench.cost import load_pricer
@@ -50,6 +50,7 @@ from perfbench.sweep import PLAN_FILE as SWEEP_PLAN
 from perfbench.sweep import Sweep, SweepPlan, plan_doc, plan_from_doc
 from perfbench.sweep import markdown as sweep_markdown
 from perfbench.targets.registry import TargetOptions, resolve
+from perfbench.workers import auto_workers
 
 
 class ExitCode(IntEnum):
@@ -201,6 +202,14 @@ def run(
         int, typer.Option("--concurrency", "-c", min=1, help="Tasks in flight at once.")
     ] = 1,
     seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+    workers: Annotated[
+        str,
+        typer.Option(
+            help="Processes sharing the load, each with its own event loop and clients: a "
+            "number, or auto (one per 128 in flight or 1,000 tasks/s, at most one per core). "
+            "Raise it when a run warns that the client was the bottleneck.",
+        ),
+    ] = "auto",
     rate: Annotated[
         float | None,
         typer.Option(
@@ -293,6 +302,7 @@ def run(
                 seed=seed,
                 load=shape,
             )
+            plan = replace(plan, workers=_workers(workers, plan))
             session = Session(
                 suite,
                 resolve(target, options),
@@ -303,6 +313,7 @@ def run(
                 observers=[progress.sample],
                 on_start=progress.started,
                 pricer=load_pricer(prices),
+                recipe=(target, options),
                 invocation={
                     "cases": [str(p.resolve()) for p in cases],
                     "target": target,
@@ -313,7 +324,7 @@ def run(
         progress.planned = session.planned_tasks()
         progress.limit = lambda: session.runner.aimd.limit if session.runner.aimd else None
         try:
-            result = anyio.run(_run_with_sigint, session)
+            result = anyio.run(_run_with_sigint, session, backend_options=host.loop_options())
         except BaseException:
             progress.finished("failed", ExitCode.CONFIG, None)
             raise
@@ -366,7 +377,20 @@ def _resumed_session(run_dir: Path, progress: Progress) -> Session:
         pricer=load_pricer(prices),
         invocation=how,
         resume=True,
+        recipe=(how["target"], options),
     )
+
+
+def _workers(text: str, plan: Plan) -> int:
+    if text == "auto":
+        return auto_workers(plan)
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise typer.BadParameter("--workers takes a positive number or auto")
+    return count
 
 
 def _load_shape(
@@ -583,7 +607,7 @@ def sweep(
             resume=resume,
             progress=Progress([LiveView(err)]),
         )
-        result = anyio.run(sweeper.run)
+        result = anyio.run(sweeper.run, backend_options=host.loop_options())
     console = err if as_json else out
     console.print(
         sweep_markdown(result.levels, result.findings, plan), highlight=False, markup=False

@@ -9,6 +9,7 @@ The tree::
     ├── ProfileError                a mock profile is malformed
     ├── TargetError                 a target string cannot be resolved or configured
     ├── StoreError                  a run directory cannot be written or read
+    ├── WorkerError                 a worker process (--workers) failed to start or died
     └── GateError                   a comparison cannot be made (different suites), or a rule,
                                     threshold or setting of the gate is malformed
 """
@@ -54,6 +55,10 @@ class ProfileError(PerfbenchError):
     """A mock profile cannot be found or is malformed."""
 
 
+class WorkerError(PerfbenchError):
+    """A worker process could not start, or died during the run (its stderr is quoted)."""
+
+
 class TargetError(PerfbenchError):
     """A target string cannot be resolved, or the target cannot be configured."""
 
@@ -64,3 +69,9 @@ class StoreError(PerfbenchError):
 
 class GateError(PerfbenchError):
     """A comparison that cannot be made, or a gate rule, threshold or setting that is wrong."""
+
+
+def reason(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(reason(e) for e in exc.exceptions))
+    return str(exc) or type(exc).__name__

@@ -103,6 +103,25 @@ class Histogram:
         self._max = max(self._max, other._max)
         self.clipped += other.clipped
 
+    def __getstate__(self) -> tuple[Any, ...]:
+        # Worker processes send their histograms to the parent: the HDR part travels as its
+        # compressed blob (hdrh's ctypes counts array does not pickle), the rest as it is.
+        hdr = self._hdr.encode() if self._hdr is not None else None
+        raw = self._raw.tobytes() if self._raw is not None else None
+        return (self.exact_limit, raw, hdr, self._n, self._mean, self._m2, self._min,
+                self._max, self.clipped)  # fmt: skip
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        limit, raw, hdr, n, mean, m2, low, high, clipped = state
+        self.exact_limit = limit
+        self._raw = None
+        if raw is not None:
+            self._raw = array("d")
+            self._raw.frombytes(raw)
+        self._hdr = HdrHistogram.decode(hdr) if hdr is not None else None
+        self._n, self._mean, self._m2, self._min, self._max = n, mean, m2, low, high
+        self.clipped = clipped
+
     @property
     def exact(self) -> bool:
         return self._raw is not None

@@ -4,12 +4,21 @@ there is a run directory), feeds the statistics, and tells any observer. O(1) pe
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from perfbench.sample import Phase, Sample
 from perfbench.stats import Summarizer
-from perfbench.store import SampleWriter
 
 Observer = Callable[[Sample], None]
+
+
+class Writer(Protocol):
+    """Where samples are appended: samples.jsonl (store.SampleWriter), or a worker's link."""
+
+    def write(self, sample: Sample) -> None: ...
+    def close(self) -> None: ...
+
+
 Price = Callable[[int | None, int | None], float | None]  # tokens in, out → USD or None
 
 
@@ -17,7 +26,7 @@ class Recorder:
     def __init__(
         self,
         summarizer: Summarizer,
-        writer: SampleWriter | None = None,
+        writer: Writer | None = None,
         observers: list[Observer] | None = None,
         price: Price | None = None,
     ) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -37,6 +38,7 @@ class Plan:
     concurrency: int = 1  # the fixed closed-loop shape, used when ``load`` is None
     seed: int = 0
     load: Load | None = None
+    workers: int = 1  # processes sharing the load (perfbench.workers); 1 = this process
 
     def passes(self) -> list[tuple[Phase, int]]:
         warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
@@ -51,6 +53,15 @@ class Outcome:
 
 
 PassHook = Callable[[Phase, int, int], None]
+# Called at the start of every pass (worker processes wait here for the parent's go); returns
+# the pass's start time on the runner's clock, shared by every worker's open-loop schedule.
+PassGate = Callable[[Phase, int], Awaitable[float | None]]
+
+
+def split(total: int, share: tuple[int, int]) -> int:
+    """Worker ``index``'s part of ``total`` (concurrency, max in flight) among ``count``."""
+    index, count = share
+    return total // count + (index < total % count)
 
 
 class Runner:
@@ -63,10 +74,20 @@ class Runner:
         *,
         clock: Clock = default_clock,
         on_pass: PassHook | None = None,
+        share: tuple[int, int] = (0, 1),
+        origin: float | None = None,
+        gate: PassGate | None = None,
     ) -> None:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.clock = clock
         self.on_pass = on_pass
+        # A worker process runs its share of every pass: tasks j with (j mod concurrency) mod
+        # count == index (so its share of tasks matches its share of the concurrency), and
+        # open-loop arrivals j with j mod count == index (interleaved schedules).
+        self.share = share
+        self.concurrency = split(plan.concurrency, share)
+        self.origin = origin  # workers: the parent's t0, so every sample shares one timeline
+        self.gate = gate
         self.in_flight = 0
         self._scope: anyio.CancelScope | None = None  # made inside the event loop, by run()
         self._stopped = False
@@ -80,6 +101,10 @@ class Runner:
         self._gate: anyio.CapacityLimiter | None = None
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
 
+    def client_summary(self) -> dict[str, Any] | None:
+        """How hard the client worked (loop lag, CPU): summary.json's ``client``."""
+        return self.monitor.summary() if self.monitor is not None else None
+
     def stop(self) -> None:
         """Cancel the run: tasks in flight are recorded as cancelled, nothing new starts."""
         self._stopped = True
@@ -88,7 +113,7 @@ class Runner:
 
     async def run(self) -> Outcome:
         self.clock = bind(self.clock)
-        self.t0 = self.clock() - self.resume_at
+        self.t0 = self.origin if self.origin is not None else self.clock() - self.resume_at
         if self.aimd is not None:
             self._gate = anyio.CapacityLimiter(self.aimd.limit)
         self.monitor = ClientMonitor(self.clock)
@@ -105,15 +130,11 @@ class Runner:
     async def _pass(self, phase: Phase, index: int) -> None:
         if self.monitor is not None:
             self.monitor.recording = phase == "measured"
-        if (phase, index) in self.skip_passes:
+        base = await self.gate(phase, index) if self.gate is not None else None
+        if self._stopped or (phase, index) in self.skip_passes:
             self.recorder.pass_finished(phase, index)
             return
-        todo = [
-            (c, i)
-            for c in self.suite.cases
-            for i in range(self.plan.repeat)
-            if (phase, index, c.id, i) not in self.skip
-        ]
+        todo = self.todo(phase, index)
         if not todo:  # measured before an interruption: nothing left in this pass
             self.recorder.pass_finished(phase, index)
             return
@@ -121,18 +142,40 @@ class Runner:
             self.on_pass(phase, index, len(todo))
         try:
             if isinstance(self.plan.load, Rate):
-                await self._open_loop(self.plan.load, todo, phase, index)
+                await self._open_loop(self.plan.load, todo, phase, index, base)
             else:
-                queue = iter(todo)
-                workers = self.aimd.shape.maximum if self.aimd else self.plan.concurrency
+                mine = self._mine(len(todo))
+                queue = (task for j, task in enumerate(todo) if mine(j))
+                workers = self.aimd.shape.maximum if self.aimd else self.concurrency
                 async with anyio.create_task_group() as tg:
                     for _ in range(min(workers, len(todo))):
                         tg.start_soon(self._worker, queue, phase, index)
         finally:
             self.recorder.pass_finished(phase, index)
 
+    def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
+        """The pass's tasks (every worker's), less those a resumed run already has."""
+        return [
+            (c, i)
+            for c in self.suite.cases
+            for i in range(self.plan.repeat)
+            if (phase, index, c.id, i) not in self.skip
+        ]
+
+    def _mine(self, n: int) -> Callable[[int], bool]:
+        at, count = self.share
+        if count == 1:
+            return lambda j: True
+        slots = max(1, min(self.plan.concurrency, n))
+        return lambda j: (j % slots) % count == at
+
     async def _open_loop(
-        self, rate: Rate, todo: list[tuple[Case, int]], phase: Phase, index: int
+        self,
+        rate: Rate,
+        todo: list[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        base: float | None = None,
     ) -> None:
         """Start each task at its scheduled time, whatever is in flight (no coordinated
         omission): a task that could not start because of ``max_in_flight`` is recorded as
@@ -142,13 +185,18 @@ class Runner:
             rate.per_second, rate.arrival, count, f"{self.plan.seed}|{phase}|{index}"
         )
         seen: dict[str, int] = {}
-        base = self.clock()
+        base = self.clock() if base is None else base
+        at, workers = self.share
+        cap = None if rate.max_in_flight is None else max(1, split(rate.max_in_flight, self.share))
         async with anyio.create_task_group() as tg:
-            for (case, _), offset in zip(itertools.cycle(todo), offsets, strict=False):
+            arrivals = zip(itertools.cycle(todo), offsets, strict=False)
+            for j, ((case, _), offset) in enumerate(arrivals):
                 iteration = seen[case.id] = seen.get(case.id, -1) + 1
+                if j % workers != at:  # another worker's arrival (numbered all the same)
+                    continue
                 intended = base + offset
                 await sleep_until(self.clock, intended)
-                if rate.max_in_flight is not None and self.in_flight >= rate.max_in_flight:
+                if cap is not None and self.in_flight >= cap:
                     self._drop(case, phase, index, iteration, intended)
                     continue
                 tg.start_soon(self._one_shot, case, phase, index, iteration, intended)

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, host, store
+from perfbench import __version__, host, store, workers
 from perfbench.clock import Clock, default_clock
 from perfbench.cost import Pricer
-from perfbench.errors import StoreError
+from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
 from perfbench.recorder import Observer, Recorder
 from perfbench.runner import PassHook, Plan, Runner
 from perfbench.sample import Sample
 from perfbench.stats import Summarizer, headline
 from perfbench.suite import Suite
-from perfbench.targets import Target
+from perfbench.targets import Target, open_target
+from perfbench.targets.registry import TargetOptions
+from perfbench.workers import Fleet
 
 SCHEMA = 1
 
@@ -57,6 +59,7 @@ class Session:
         invocation: dict[str, Any] | None = None,
         resume: bool = False,
         on_start: Callable[[dict[str, Any]], None] | None = None,
+        recipe: tuple[str, TargetOptions] | None = None,
     ) -> None:
         self.on_start = on_start  # told the run's meta (its id) once the directory exists
         self.suite, self.target, self.plan = suite, target, plan
@@ -68,7 +71,23 @@ class Session:
         self.pricer = pricer
         self.price_ref: str | None = getattr(target, "price_ref", None)
         self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
-        self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
+        self.runner: Runner | Fleet
+        if plan.workers > 1:
+            workers.check(plan)
+            if recipe is None:
+                raise PerfbenchError("--workers needs the target string to rebuild it per worker")
+            self.runner = Fleet(
+                suite,
+                target,
+                plan,
+                self.recorder,
+                recipe=recipe,
+                pricer=pricer,
+                price_ref=self.price_ref,
+                on_pass=on_pass,
+            )
+        else:
+            self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
         # Checked before any task runs (and outside the event loop, so errors stay plain).
         self._resume_meta = self._resumed(run_dir) if resume and run_dir is not None else None
 
@@ -104,7 +123,7 @@ class Session:
         status = "failed"
         try:
             async with AsyncExitStack() as stack:
-                await _open(self.target, stack)
+                await open_target(self.target, stack)
                 outcome = await self.runner.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
@@ -112,13 +131,14 @@ class Session:
             status = "interrupted"
             raise
         except BaseException as exc:  # the reason stays with the run (disk full, a bug…)
-            meta["error"] = _reason(exc)
+            meta["error"] = reason(exc)
             raise
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
-            if self.runner.monitor is not None:
-                summary["client"] = self.runner.monitor.summary()
+            client = self.runner.client_summary()
+            if client is not None:
+                summary["client"] = client
             if self.runner.aimd is not None:
                 summary["adaptive"] = {
                     "history": self.runner.aimd.history,
@@ -220,26 +240,11 @@ class Session:
         }
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(_reason(e) for e in exc.exceptions))
-    return str(exc) or type(exc).__name__
-
-
 def _best_effort(write: Callable[[Path, Any], None], path: Path, doc: Any) -> None:
     """The summary is derived data (it can be rebuilt from samples.jsonl): on a full disk it
     must not stop meta.json from recording how the run ended."""
     with suppress(StoreError):
         write(path, doc)
-
-
-async def _open(target: Target, stack: AsyncExitStack) -> None:
-    """Start a target that has a lifetime (a server to spawn, clients to close)."""
-    if isinstance(target, AbstractAsyncContextManager):
-        await stack.enter_async_context(target)
-    aclose = getattr(target, "aclose", None)
-    if aclose is not None:
-        stack.push_async_callback(aclose)
 
 
 def _load(plan: Plan) -> dict[str, Any]:

@@ -277,6 +277,19 @@ class Summarizer:
             # Pooling by merging closed runs keeps the per-sample path to one set of scopes.
             self._pooled.merge(scopes)
 
+    def take_run(self, run: int) -> _RunScopes | None:
+        """Hand over what a run has accumulated so far (a worker process sends it to the
+        parent, which ``absorb``s it): lossless, histograms included."""
+        return self._open.pop(run, None)
+
+    def absorb(self, run: int, scopes: _RunScopes) -> None:
+        """Merge another process's share of ``run`` into this one, before ``close_run``."""
+        mine = self._open.get(run)
+        if mine is None:
+            self._open[run] = scopes
+        else:
+            mine.merge(scopes)
+
     def finish(self) -> dict[str, Any]:
         for run in list(self._open):
             self.close_run(run)

@@ -99,9 +99,12 @@ class SampleWriter:
         self.path = path
 
     def write(self, sample: Sample) -> None:
-        line = orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE)
+        self.write_lines(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
+
+    def write_lines(self, lines: bytes) -> None:
+        """Append samples already encoded (one JSON line each), as worker processes send them."""
         try:
-            self._fh.write(line)
+            self._fh.write(lines)
             self._fh.flush()
         except OSError as exc:
             raise StoreError(

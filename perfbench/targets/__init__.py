@@ -4,6 +4,7 @@ test come back as samples with a non-``ok`` status; only perfbench's own bugs ra
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Protocol
 
 from perfbench.sample import Sample
@@ -17,3 +18,12 @@ class Target(Protocol):
         ...
 
     async def run(self, task: Task) -> Sample: ...
+
+
+async def open_target(target: Target, stack: AsyncExitStack) -> None:
+    """Start a target that has a lifetime (a server to spawn, clients to close)."""
+    if isinstance(target, AbstractAsyncContextManager):
+        await stack.enter_async_context(target)
+    aclose = getattr(target, "aclose", None)
+    if aclose is not None:
+        stack.push_async_callback(aclose)

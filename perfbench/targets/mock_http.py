@@ -28,6 +28,7 @@ class MockHttp:
         retry: RetryPolicy | None = None,
         check_tokens: bool = False,
         model: str | None = None,
+        url: str | None = None,
     ) -> None:
         self.profile, self.seed = profile, seed
         self.model = model or "mock"
@@ -41,16 +42,21 @@ class MockHttp:
         self.simulated = True
         self._process: subprocess.Popen[str] | None = None
         self._agent: ModelAgent | None = None
+        # Given: a server started elsewhere (a worker process uses its parent's); else spawned.
+        self.url = url
+        self._owns_server = url is None
 
     @property
     def name(self) -> str:
         return self._name
 
     async def __aenter__(self) -> MockHttp:
-        url = await anyio.to_thread.run_sync(self._spawn)
+        if self._owns_server:
+            self.url = await anyio.to_thread.run_sync(self._spawn)
+        assert self.url is not None
         self._agent = ModelAgent(
             OpenAIChat(self.model),
-            url + "/v1",
+            self.url + "/v1",
             name=self._name,
             stream=self.stream,
             retry=self.retry,
@@ -63,7 +69,8 @@ class MockHttp:
     async def __aexit__(self, *exc: object) -> None:
         if self._agent is not None:
             await self._agent.aclose()
-        await anyio.to_thread.run_sync(self._stop)
+        if self._owns_server:
+            await anyio.to_thread.run_sync(self._stop)
 
     async def run(self, task: Task) -> Sample:
         if self._agent is None:

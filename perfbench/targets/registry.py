@@ -48,6 +48,8 @@ class TargetOptions:
     seed: int = 0
     retries: int = 3
     check_tokens: bool = False  # also count output tokens offline when the API reports usage
+    # mock+http in a worker process: the parent's mock server, instead of starting another.
+    server_url: str | None = None
 
 
 def resolve(spec: str, options: TargetOptions | None = None) -> Target:
@@ -102,6 +104,7 @@ def _mock(spec: str, options: TargetOptions) -> Target:
             retry=RetryPolicy(max_retries=options.retries),
             check_tokens=options.check_tokens,
             model=model or None,
+            url=options.server_url,
         )
     raise TargetError(_unknown(spec))
 

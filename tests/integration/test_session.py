@@ -43,6 +43,7 @@ async def test_session_writes_a_complete_run_directory(
         "concurrency": 4,
         "seed": 0,
         "load": None,
+        "workers": 1,
     }
     assert meta["load"] == {"shape": "fixed", "concurrency": 4}
     assert meta["headline"]["tasks"] == 32 and meta["headline"]["ok"] == 32

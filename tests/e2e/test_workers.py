@@ -1,0 +1,215 @@
+"""`perfbench run --workers N`: real worker processes, real sockets between them. Each test is
+bounded (a small suite, a timeout on every child process)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfbench import store
+from perfbench.stats import summarize
+from perfbench.suite import load_suite
+from tests.conftest import CASES, perfbench
+
+PACED = """
+name: paced
+ttft_ms: 20
+itl_ms: 1
+output_chars: 40
+models: {sim: {tokens_per_char: {default: 0.25}}}
+tool_latency_scale: 0.1
+"""
+
+
+def _run(
+    tmp: Path, *args: str, timeout: float = 120
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    out = tmp / "runs"
+    proc = subprocess.run(
+        perfbench("run", str(CASES), "--out", str(out), "-q", *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    dirs = sorted(out.iterdir()) if out.exists() else []
+    return (dirs[-1] if dirs else out), proc
+
+
+def _without_client(summary: dict[str, Any]) -> dict[str, Any]:
+    doc = dict(summary)
+    doc.pop("client", None)
+    return doc
+
+
+def test_two_workers_split_the_load_and_the_summary_equals_the_samples(tmp_path: Path) -> None:
+    run_dir, proc = _run(
+        tmp_path, "-t", "mock:zero", "--workers", "2", "-c", "6", "--runs", "3", "--repeat", "7"
+    )
+    assert proc.returncode == 0, proc.stderr
+    samples = list(store.read_samples(run_dir))
+    keys = Counter(s.key for s in samples)
+    # 16 cases × 7 repeats × (1 warmup + 3 measured) passes, every one exactly once.
+    assert len(keys) == 16 * 7 * 4 and set(keys.values()) == {1}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    suite = load_suite([CASES])
+    recomputed = summarize(samples, {c.id: c.timeout_s for c in suite.cases})
+    # Merged per-worker statistics are lossless: identical to one pass over all samples
+    # (exact percentiles, throughput windows, token and cost sums, the HDR blobs).
+    assert _without_client(summary) == json.loads(json.dumps(recomputed))
+    client = summary["client"]
+    assert client["workers"] == 2 and len(client["worker_cpu_shares"]) == 2
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["plan"]["workers"] == 2 and meta["status"] == "completed"
+
+
+def test_passes_do_not_overlap_across_workers(tmp_path: Path) -> None:
+    run_dir, proc = _run(
+        tmp_path, "-t", f"mock:{_profile(tmp_path)}", "--workers", "2", "-c", "4", "--runs", "2"
+    )
+    assert proc.returncode == 0, proc.stderr
+    spans: dict[tuple[str, int], tuple[float, float]] = {}
+    for s in store.read_samples(run_dir):
+        lo, hi = spans.get((s.phase, s.run), (s.start, s.end))
+        spans[(s.phase, s.run)] = (min(lo, s.start), max(hi, s.end))
+    order = [spans[("warmup", 0)], spans[("measured", 0)], spans[("measured", 1)]]
+    # One timeline for both processes, and each pass starts after the previous one ended.
+    for (_, end), (start, _) in itertools.pairwise(order):
+        assert start >= end
+
+
+def test_open_loop_schedules_interleave_into_the_single_process_schedule(tmp_path: Path) -> None:
+    args = ["-t", "mock:zero", "--rate", "400", "--duration", "0.5", "--runs", "1"]
+    run_dir, proc = _run(tmp_path, *args, "--warmup", "0", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    one_dir, proc = _run(tmp_path / "one", *args, "--warmup", "0", "--workers", "1")
+    assert proc.returncode == 0, proc.stderr
+
+    def offsets(path: Path) -> list[float]:
+        scheduled = sorted(s.scheduled or 0.0 for s in store.read_samples(path))
+        return [round(t - scheduled[0], 6) for t in scheduled]
+
+    two, one = offsets(run_dir), offsets(one_dir)
+    assert len(two) == len(one) == 200
+    assert two == pytest.approx(one, abs=1e-4)  # the same arrivals, shared between processes
+    keys = Counter(s.key for s in store.read_samples(run_dir))
+    assert set(keys.values()) == {1}
+
+
+def test_workers_share_the_parents_mock_server(tmp_path: Path) -> None:
+    run_dir, proc = _run(
+        tmp_path, "-t", "mock+http:zero", "--workers", "2", "-c", "4", "--runs", "2"
+    )
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    overall = summary["pooled"]["overall"]
+    assert overall["ok"] == overall["tasks"] == 32
+    assert overall["model_calls"] > 1  # tool cases went through the agent loop over HTTP
+
+
+def test_adaptive_load_refuses_several_workers(tmp_path: Path) -> None:
+    _, proc = _run(tmp_path, "-t", "mock:zero", "--adaptive", "--workers", "2")
+    assert proc.returncode == 3
+    assert "--adaptive runs in one worker process" in proc.stderr
+
+
+def test_bad_workers_value_is_a_usage_error(tmp_path: Path) -> None:
+    _, proc = _run(tmp_path, "-t", "mock:zero", "--workers", "zero")
+    assert proc.returncode == 2
+    assert "--workers takes a positive number or auto" in proc.stderr
+
+
+def _profile(tmp: Path) -> Path:
+    path = tmp / "paced.yaml"
+    path.write_text(PACED)
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(p) for p in text]
+    return found
+
+
+def _start(tmp: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    out = tmp / "runs"
+    cmd = perfbench("run", str(CASES), "--out", str(out), *args)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return proc, out
+
+
+def _wait_for_measuring(proc: subprocess.Popen[str]) -> None:
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("run 1:"):
+            return
+    raise AssertionError("the run ended before its measured phase")
+
+
+def test_ctrl_c_stops_every_worker_and_the_run_resumes(tmp_path: Path) -> None:
+    profile = _profile(tmp_path)
+    args = ("-t", f"mock:{profile}", "--workers", "2", "-c", "4", "--runs", "30")
+    proc, out = _start(tmp_path, *args)
+    try:
+        _wait_for_measuring(proc)
+        time.sleep(0.3)
+        workers = _children(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    for pid in workers:  # no worker outlives its run
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
+    [run_dir] = list(out.iterdir())
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "interrupted"
+    before = [s for s in store.read_samples(run_dir) if s.status != "cancelled"]
+    assert before
+
+    resumed = subprocess.run(
+        perfbench("run", "--resume", str(run_dir), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    keys = Counter(s.key for s in store.read_samples(run_dir))
+    assert len(keys) == 16 * 31 and set(keys.values()) == {1}
+    assert json.loads((run_dir / "meta.json").read_text())["status"] == "completed"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_a_worker_that_dies_fails_the_run_with_its_reason(tmp_path: Path) -> None:
+    profile = _profile(tmp_path)
+    proc, out = _start(tmp_path, "-t", f"mock:{profile}", "--workers", "2", "--runs", "30")
+    try:
+        _wait_for_measuring(proc)
+        victim = _children(proc.pid)[0]
+        os.kill(victim, signal.SIGKILL)
+        _stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3, stderr
+    assert "worker" in stderr and "died (exit code -9)" in stderr
+    assert "Traceback" not in stderr
+    [run_dir] = list(out.iterdir())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["status"] == "failed" and "died" in meta["error"]
+    assert list(store.read_samples(run_dir))  # what was measured before is kept
