@@ -12,6 +12,7 @@ SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
 LAG_WARN_S = 0.005  # event-loop lag at P99 above which latencies include the client's delay
 CPU_WARN = 0.9  # share of one core the client used
+NEAR_CEILING = 0.7  # share of the calibrated ceiling (perfbench.calibration.NEAR)
 
 
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
@@ -106,6 +107,11 @@ def _first_run(runs: list[Mapping[str, Any]]) -> Iterable[str]:
         )
 
 
+def client_bound(summary: Mapping[str, Any]) -> list[str]:
+    """The warnings that say the client, not the target, may have set the pace (--strict)."""
+    return list(_client(summary.get("client")))
+
+
 def _client(client: Mapping[str, Any] | None) -> Iterable[str]:
     """The client was the bottleneck: its own delays are in the latencies measured."""
     if not client:
@@ -114,12 +120,23 @@ def _client(client: Mapping[str, Any] | None) -> Iterable[str]:
     if lag is not None and lag > LAG_WARN_S:
         yield (
             f"perfbench's event loop was {lag * 1e3:.1f} ms late at P99: latencies include "
-            "the client's own delay. Lower --concurrency (or the rate), or run perfbench on a "
-            "less loaded machine."
+            "the client's own delay. Add --workers (one process per core), lower --concurrency "
+            "(or the rate), or run perfbench on a less loaded machine."
         )
     share = client.get("cpu_share")
     if share is not None and share > CPU_WARN:
         yield (
             f"perfbench used {share:.0%} of a CPU core: the client, not the target, may have "
-            "set the pace. Lower --concurrency, or check the result against a lower load."
+            "set the pace. Add --workers, lower --concurrency, or check the result against a "
+            "lower load."
+        )
+    room = client.get("headroom") or {}
+    if room.get("share") is not None and room["share"] >= NEAR_CEILING:
+        ceiling = room["ceiling"]
+        yield (
+            f"Each worker ran at {room['share']:.0%} of perfbench's calibrated ceiling on this "
+            f"machine ({ceiling.get('calls_per_s', 0):,.0f} model calls/s, "
+            f"{ceiling.get('stream_tokens_per_s', 0):,.0f} streamed tokens/s per worker; "
+            f"`perfbench calibrate`, {str(ceiling.get('measured_at', '?'))[:10]}): the client "
+            "queues work near its ceiling. Add --workers or lower the load."
         )

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfbench import __version__, config, host, store
-from perfbench.advice import advise
+from perfbench.advice import advise, client_bound
 from perfbench.compare import BY_NAME, Comparison, compare
 from perfbench.cost import load_pricer
 from perfbench.errors import GateError, PerfbenchError, StoreError
@@ -62,6 +62,7 @@ class ExitCode(IntEnum):
     REGRESSION = 4  # compare: the candidate is significantly worse on a gated metric
     THRESHOLD = 5  # compare: an absolute threshold (--threshold p95<2s) is breached
     INCONCLUSIVE = 6  # compare --strict: a big change that more runs must confirm
+    CLIENT_BOUND = 7  # run --strict: perfbench itself may have set the pace (lag, CPU, ceiling)
     INTERRUPTED = 130  # stopped with Ctrl-C; what was measured is kept
 
 
@@ -269,6 +270,14 @@ def run(
         Path | None,
         typer.Option(help="Continue an interrupted run directory: finished tasks are kept."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            help="Exit 7 when the client may have set the pace (event-loop lag, CPU, or near "
+            "the ceiling `perfbench calibrate` measured): for CI jobs that must not trust "
+            "such figures."
+        ),
+    ] = False,
 ) -> None:
     """Run a case suite: warmup, then measured runs; print per-case statistics.
 
@@ -329,10 +338,17 @@ def run(
             progress.finished("failed", ExitCode.CONFIG, None)
             raise
     code = ExitCode.INTERRUPTED if result.interrupted else ExitCode.OK
+    if not code and strict and client_bound(result.summary):
+        code = ExitCode.CLIENT_BOUND
     progress.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     console = err if as_json else out
     _print_result(result.summary, result.meta, console)
     console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+    if code == ExitCode.CLIENT_BOUND:
+        console.print(
+            "[red]--strict:[/] the client may have set the pace (warnings above); exit 7",
+            highlight=False,
+        )
     if code:
         raise typer.Exit(code)
 
@@ -963,6 +979,65 @@ def export_(
         run = export.load_run(store.resolve_run(run_ref, root))
         written = export.export(run, fmt, out_path, phase)
     err.print(f"Wrote [bold]{written}[/]", highlight=False)
+
+
+@app.command()
+def calibrate(
+    path: Annotated[
+        str,
+        typer.Option(
+            "--path",
+            "-p",
+            help="http (the HTTP client and agent loop: model, mock+http and http+agent "
+            "targets), in-process (mock and python: targets), or all.",
+        ),
+    ] = "all",
+    tasks: Annotated[
+        int, typer.Option(min=100, help="Short tasks measured per path (streams: a sixth).")
+    ] = 3000,
+    show: Annotated[
+        bool, typer.Option("--show", help="Print what is stored; measure nothing.")
+    ] = False,
+) -> None:
+    """Measure perfbench's own ceiling on this machine against the zero-latency mock, and store it.
+
+    One worker, no latency anywhere: what is measured is the client. Short non-streaming calls
+    at 64 in flight (calls/s, client CPU per call) and 200-token streams at 16 in flight
+    (streamed tokens/s). Every later run compares its load per worker with these figures and
+    warns (exit 7 with [bold]run --strict[/]) above 70% of them. Stored per machine in
+    ~/.cache/perfbench/calibration.json ($PERFBENCH_CALIBRATION to choose the file).
+    """
+    from perfbench import calibration
+
+    kinds = ("http", "in-process") if path == "all" else (path,)
+    if any(k not in ("http", "in-process") for k in kinds):
+        raise typer.BadParameter("--path takes http, in-process or all")
+    with _errors():
+        if not show:
+            for kind in kinds:
+                err.print(f"Calibrating the {kind} path ({tasks:,} short tasks, then streams)…")
+                figures = anyio.run(
+                    calibration.measure, kind, tasks, backend_options=host.loop_options()
+                )
+                stored = calibration.save(kind, figures)
+            err.print(f"Stored in [bold]{stored}[/]", highlight=False)
+        found = calibration.load()
+        if not found:
+            where = calibration.path()
+            raise PerfbenchError(f"nothing is calibrated in {where}: run perfbench calibrate")
+    table = Table(title="perfbench's ceiling per worker on this machine")
+    for col in ("path", "calls/s", "CPU ms/call", "streamed tokens/s", "measured", "version"):
+        table.add_column(col, justify="left" if col in ("path", "measured") else "right")
+    for kind, f in sorted(found.items()):
+        table.add_row(
+            kind,
+            f"{f['calls_per_s']:,.0f}",
+            f"{f['cpu_ms_per_call']:.3f}",
+            f"{f['stream_tokens_per_s']:,.0f}",
+            str(f["measured_at"]),
+            str(f["perfbench_version"]),
+        )
+    out.print(table)
 
 
 @cases_app.command("check")

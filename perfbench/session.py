@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, host, store, workers
+from perfbench import __version__, calibration, host, store, workers
 from perfbench.clock import Clock, default_clock
 from perfbench.cost import Pricer
 from perfbench.errors import PerfbenchError, StoreError, reason
@@ -62,6 +62,7 @@ class Session:
         recipe: tuple[str, TargetOptions] | None = None,
     ) -> None:
         self.on_start = on_start  # told the run's meta (its id) once the directory exists
+        self.spec = recipe[0] if recipe else target.name  # which calibrated path it runs on
         self.suite, self.target, self.plan = suite, target, plan
         self.out_root, self.label = out_root, label
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
@@ -139,6 +140,7 @@ class Session:
             client = self.runner.client_summary()
             if client is not None:
                 summary["client"] = client
+                client["headroom"] = self._headroom(summary)
             if self.runner.aimd is not None:
                 summary["adaptive"] = {
                     "history": self.runner.aimd.history,
@@ -154,6 +156,17 @@ class Session:
                 _best_effort(store.write_json, run_dir / store.SUMMARY, summary)
                 store.write_json(run_dir / store.META, meta)
         return RunResult(run_dir, meta, summary)
+
+    def _headroom(self, summary: dict[str, Any]) -> dict[str, Any] | None:
+        """How much of this machine's calibrated ceiling the run used (None: not calibrated).
+        HTTP targets only: an in-process target's own work is the client's, so there is no
+        fixed ceiling to compare with; the CPU and loop-lag warnings cover it."""
+        if calibration.kind(self.spec) != "http":
+            return None
+        ceiling = calibration.load().get("http")
+        if ceiling is None:
+            return None
+        return calibration.headroom(summary, self.plan.workers, ceiling)
 
     def _resumed(self, run_dir: Path) -> dict[str, Any]:
         """Take up an interrupted run: keep every finished task, run only the rest."""
