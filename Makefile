@@ -30,7 +30,8 @@ test: lint ## lint, type-check and run the test suite
 bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wrk; prints figures
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
 	$(PY) tests/bench/wrk_mock.py
-	$(PY) tests/bench/latency_error.py
+	$(PY) tests/bench/client_figures.py
+	$(PY) tests/bench/memory_1m.py
 	$(PY) tests/bench/report_scale.py
 
 clean: ## remove the virtual environment and caches

@@ -17,7 +17,6 @@ from perfbench import tokens
 from perfbench.clock import sleep_until
 from perfbench.sample import Sample, Status
 from perfbench.suite import Case
-from perfbench.targets import pool
 from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
 from perfbench.targets.pool import Pool
 from perfbench.targets.retry import RetryPolicy, server_wait
@@ -154,40 +153,17 @@ class ModelAgent:
     ) -> tuple[int, ModelReply | None, dict[str, str]]:
         """One HTTP attempt: (status, reply or None when refused, the refusal's headers)."""
 
-        async def trace(name: str, info: dict[str, Any]) -> None:
-            if name == "http11.send_request_headers.started":
-                call.sent()
-
-        timeout = httpx.Timeout(connect=10.0, read=task.case.timeout_s, write=10.0, pool=None)
-        token = pool.on_sent.set(call.sent)  # for transports without httpx's trace hook
+        post = self._pool.post(url, content, headers, task.case.timeout_s, call.sent)
         try:
-            async with (
-                self._pool.client() as client,
-                client.stream(
-                    "POST",
-                    url,
-                    content=content,
-                    headers=headers,
-                    timeout=timeout,
-                    extensions={"trace": trace},
-                ) as response,
-            ):
+            async with post as response:  # transport failures arrive as ModelErrors
                 call.headers(response.status_code)
                 task.http_status = response.status_code
                 if response.status_code >= 400:
                     text = (await response.aread())[:300].decode(errors="replace")
                     return response.status_code, None, {**response.headers, "x-body": text}
                 return response.status_code, await self.api.receive(response, call, self.stream), {}
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ModelError("connect_error", f"cannot connect to {self.base_url}: {exc}") from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError("timeout", f"{type(exc).__name__} from {self.base_url}") from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ModelError("connection_dropped", f"connection dropped: {exc}") from exc
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
             raise ModelError("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
-        finally:
-            pool.on_sent.reset(token)
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text

@@ -6,12 +6,18 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any
 
-import httpx
 import orjson
 
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall, json_object
+from perfbench.targets.chat import (
+    Messages,
+    ModelError,
+    ModelReply,
+    Response,
+    ToolCall,
+    json_object,
+)
 from perfbench.task import ModelCall
 
 VERSION = "2023-06-01"
@@ -60,14 +66,14 @@ class AnthropicMessages:
             headers["x-api-key"] = key
         return headers
 
-    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+    async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):
             return _whole(await response.aread())
         reply = ModelReply()
         blocks: dict[int, ToolCall] = {}
         text: list[str] = []
         stopped = False
-        async with aclosing(sse.events(response.aiter_lines())) as events:
+        async with aclosing(sse.events(sse.lines(response.aiter_bytes()))) as events:
             async for event in events:
                 doc = json_object(event.data)
                 kind = doc.get("type")

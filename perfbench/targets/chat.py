@@ -4,10 +4,10 @@ exchanges and the ``ChatApi`` protocol that ``openai_chat`` and ``anthropic_mess
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import httpx
 import orjson
 
 from perfbench.suite import Case
@@ -43,6 +43,18 @@ class ModelError(Exception):
         self.kind, self.message, self.status = kind, message, status
 
 
+class Response(Protocol):
+    """An HTTP response with its body unread, as ``pool.Pool.post`` yields it: httpx's
+    Response has this shape, and so does the adapter over aiohttp's."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    async def aread(self) -> bytes: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
 class ChatApi(Protocol):
     """One provider's wire format. Pure except ``receive``, which reads the response body."""
 
@@ -56,7 +68,7 @@ class ChatApi(Protocol):
 
     def headers(self, key: str | None) -> dict[str, str]: ...
 
-    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+    async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         """Read the body, marking each token-bearing chunk on ``call`` as it arrives."""
         ...
 

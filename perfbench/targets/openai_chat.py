@@ -6,11 +6,16 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import Any
 
-import httpx
-
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelError, ModelReply, ToolCall, json_object
+from perfbench.targets.chat import (
+    Messages,
+    ModelError,
+    ModelReply,
+    Response,
+    ToolCall,
+    json_object,
+)
 from perfbench.task import ModelCall
 
 
@@ -54,14 +59,14 @@ class OpenAIChat:
     def headers(self, key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"} if key else {}
 
-    async def receive(self, response: httpx.Response, call: ModelCall, stream: bool) -> ModelReply:
+    async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
             return _whole(await response.aread())
         reply = ModelReply()
         calls: dict[int, ToolCall] = {}
         text: list[str] = []
         done = False
-        async with aclosing(sse.events(response.aiter_lines())) as events:
+        async with aclosing(sse.events(sse.lines(response.aiter_bytes()))) as events:
             async for event in events:
                 if event.data == "[DONE]":
                     done = True

@@ -80,7 +80,7 @@ def test_agent_loop_over_http_at_16_in_flight(tmp_path: Path, api_kind: str) -> 
     # Lower bounds only (plus a hang guard): they catch a wrong definition (a TTFT taken from
     # the role-only first chunk would be ~0) or a missing sleep. Upper bounds broke on a loaded
     # CI machine (a 150 ms tool measured 330 ms while another test run shared the cores); the
-    # precision is measured by `make bench` (tests/bench/latency_error.py), not asserted here.
+    # precision is measured by `make bench` (tests/bench/client_figures.py), not asserted here.
     assert med(tools[0::3]) >= 0.060
     assert med(tools[1::3]) >= 0.150
     assert med(tools[2::3]) >= 0.250
@@ -135,3 +135,30 @@ def test_every_injected_fault_is_classified(tmp_path: Path, kind: str) -> None:
         anyio.run(measure, url)
     [sample] = samples
     assert (sample.status, sample.error_kind) == FAULT_KINDS[kind], sample.error
+
+
+def test_a_server_that_is_down_is_a_connect_error_on_the_production_transport(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    suite = load_suite(
+        [write_suite(tmp_path / "s.yaml", "cases:\n  - {id: c, language: en, input: hi}\n")]
+    )
+    samples: list[Sample] = []
+
+    async def measure() -> None:
+        agent = ModelAgent(OpenAIChat("m"), f"http://127.0.0.1:{port}/v1", name="openai/m")
+        recorder = Recorder(Summarizer({"c": 60.0}), observers=[samples.append])
+        try:
+            await Runner(suite, agent, Plan(runs=1, warmup=0), recorder).run()
+        finally:
+            await agent.aclose()
+
+    anyio.run(measure)
+    [sample] = samples
+    assert (sample.status, sample.error_kind) == ("error", "connect_error")
+    assert sample.error is not None and f"127.0.0.1:{port}" in sample.error

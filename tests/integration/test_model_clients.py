@@ -289,18 +289,7 @@ async def test_openai_one_chunk_per_character(tmp_path: Path, respx_mock: respx.
     assert (s.tokens_in, s.tokens_out, s.tokens_estimated) == (11, 20, False)
 
 
-CR_ONLY = pytest.mark.xfail(
-    strict=True,
-    reason="sse.events relies on httpx's aiter_lines, which holds a trailing CR until the next "
-    "chunk (it might be a CRLF), so a CR-only event is dispatched one chunk late",
-)
-
-
-@pytest.mark.parametrize(
-    "newline",
-    [b"\n", b"\r\n", pytest.param(b"\r", marks=CR_ONLY)],
-    ids=["LF", "CRLF", "CR"],
-)
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
 async def test_openai_line_endings_parse_the_same(
     tmp_path: Path, respx_mock: respx.MockRouter, newline: bytes
 ) -> None:

@@ -1,0 +1,204 @@
+"""The client's own ceiling and distortion, as issue 9 asks them (`make bench`; asserts nothing).
+
+The mock server runs in a child process (the other core); perfbench's worker is this process.
+Prints, each measured in the same sitting as its reference:
+
+1. short non-streaming tasks/s at 64 in flight: one perfbench worker vs a minimal raw aiohttp
+   client sending the same request, alternated three times, medians and their ratio;
+2. streamed tokens/s, 1,000-token streams at 16 in flight, the same two clients;
+3. latency error against the mock's known timing: TTFT at 8 in flight (50 ms TTFT, 5 ms gaps),
+   end-to-end at 256 in flight with every request held 200 ms;
+4. in-process zero-latency mock (no sockets): tasks/s with 2 worker processes over 1.
+
+Usage: python tests/bench/client_figures.py [--quick]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from perfbench import host  # noqa: E402
+from perfbench.runner import Plan  # noqa: E402
+from perfbench.session import Session  # noqa: E402
+from perfbench.suite import load_suite  # noqa: E402
+from perfbench.targets.registry import TargetOptions, resolve  # noqa: E402
+from tests.conftest import CASES, mock_process  # noqa: E402
+
+MODELS = "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
+SHORT = "ttft_ms: 0\nitl_ms: 0\noutput_chars: 4\n" + MODELS
+LONG = "ttft_ms: 0\nitl_ms: 0\noutput_chars: 4000\n" + MODELS  # 1,000 tokens
+TIMED = "ttft_ms: 50\nitl_ms: 5\noutput_chars: 160\n" + MODELS  # 40 tokens
+HELD = "ttft_ms: 200\nitl_ms: 0\noutput_chars: 4\n" + MODELS
+CASE = "cases:\n  - {id: one, language: en, input: hello, timeout_s: 60}\n"
+BODY = {"model": "mock", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def perfbench_run(
+    folder: Path, target: str, in_flight: int, repeat: int, *, stream: bool, url: str | None = None,
+    workers: int = 1, runs: int = 1,
+) -> dict[str, Any]:  # fmt: skip
+    """One perfbench run (the real Session: runner, agent loop, recorder, samples.jsonl)."""
+    suite = load_suite([folder / "case.yaml"]) if target.startswith("mock+http") else None
+    suite = suite or load_suite([CASES])
+    options = TargetOptions(concurrency=in_flight, stream=stream, server_url=url)
+    plan = Plan(runs=runs, warmup=1, repeat=repeat, concurrency=in_flight, workers=workers)
+    session = Session(
+        suite, resolve(target, options), plan, out_root=folder / "runs", recipe=(target, options)
+    )
+    result = anyio.run(session.run, backend_options=host.loop_options())
+    return result.summary
+
+
+async def raw_short(url: str, in_flight: int, total: int) -> float:
+    """Requests/s of a minimal aiohttp client: post, read the body, nothing else."""
+    body = orjson.dumps({**BODY, "stream": False})
+    headers = {"content-type": "application/json"}
+    left = total
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                async with session.post(url + "/v1/chat/completions", data=body,
+                                        headers=headers) as r:  # fmt: skip
+                    await r.read()
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        return total / (time.perf_counter() - start)
+
+
+async def raw_stream(url: str, in_flight: int, total: int, tokens: int) -> float:
+    """Streamed tokens/s of a minimal aiohttp client reading whole streams."""
+    body = orjson.dumps({**BODY, "stream": True})
+    headers = {"content-type": "application/json"}
+    left = total
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                async with session.post(url + "/v1/chat/completions", data=body,
+                                        headers=headers) as r:  # fmt: skip
+                    async for _ in r.content.iter_any():
+                        pass
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        return total * tokens / (time.perf_counter() - start)
+
+
+def run_raw(coro: Any) -> float:
+    import uvloop
+
+    result: float = uvloop.run(coro)
+    return result
+
+
+def ceilings(folder: Path, quick: bool) -> None:
+    n = 6000 if quick else 20000
+    (folder / "short.yaml").write_text(SHORT)
+    (folder / "long.yaml").write_text(LONG)
+    ours, raw = [], []
+    with mock_process(folder / "short.yaml") as url:
+        for _ in range(3):
+            summary = perfbench_run(folder, "mock+http", 64, n, stream=False, url=url)
+            ours.append(summary["runs"][0]["overall"]["throughput"])
+            raw.append(run_raw(raw_short(url, 64, n)))
+    print(
+        f"short non-streaming, 64 in flight: perfbench {statistics.median(ours):,.0f} tasks/s "
+        f"(runs {', '.join(f'{v:,.0f}' for v in ours)}); raw aiohttp "
+        f"{statistics.median(raw):,.0f} req/s ({', '.join(f'{v:,.0f}' for v in raw)}); "
+        f"ratio {statistics.median(ours) / statistics.median(raw):.2f}"
+    )
+    streams = 300 if quick else 1000
+    ours, raw = [], []
+    with mock_process(folder / "long.yaml") as url:
+        for _ in range(3):
+            summary = perfbench_run(folder, "mock+http", 16, streams, stream=True, url=url)
+            ours.append(summary["runs"][0]["overall"]["output_tokens_per_s"])
+            raw.append(run_raw(raw_stream(url, 16, streams, 1000)))
+    print(
+        f"1,000-token streams, 16 in flight: perfbench {statistics.median(ours):,.0f} tokens/s "
+        f"({', '.join(f'{v:,.0f}' for v in ours)}); raw aiohttp {statistics.median(raw):,.0f} "
+        f"tokens/s ({', '.join(f'{v:,.0f}' for v in raw)}); ratio "
+        f"{statistics.median(ours) / statistics.median(raw):.2f}"
+    )
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+def samples(folder: Path) -> list[dict[str, Any]]:
+    run_dir = sorted((folder / "runs").iterdir())[-1]
+    lines = (run_dir / "samples.jsonl").read_bytes().splitlines()
+    return [d for d in map(orjson.loads, lines) if d["phase"] == "measured"]
+
+
+def errors(folder: Path, quick: bool) -> None:
+    (folder / "timed.yaml").write_text(TIMED)
+    (folder / "held.yaml").write_text(HELD)
+    with mock_process(folder / "timed.yaml") as url:
+        perfbench_run(folder, "mock+http", 8, 200 if quick else 1000, stream=True, url=url)
+    ttft = [d["ttft"] - 0.050 for d in samples(folder)]
+    print(
+        f"TTFT error at 8 in flight ({len(ttft)} tasks): P50 {statistics.median(ttft) * 1e3:+.2f}"
+        f" ms, P99 {pct(ttft, 99) * 1e3:+.2f} ms (target: P50 < 1 ms, P99 < 3 ms)"
+    )
+    with mock_process(folder / "held.yaml") as url:
+        perfbench_run(folder, "mock+http", 256, 4 if quick else 12, stream=True, url=url)
+    done = samples(folder)
+    e2e = [d["end"] - d["start"] - 0.200 for d in done]
+    ttft = [d["ttft"] - 0.200 for d in done]
+    print(
+        f"256 in flight, each request held 200 ms ({len(e2e)} tasks): end-to-end error P50 "
+        f"{statistics.median(e2e) * 1e3:+.2f} ms, P99 {pct(e2e, 99) * 1e3:+.2f} ms; TTFT error "
+        f"P50 {statistics.median(ttft) * 1e3:+.2f} ms, P99 {pct(ttft, 99) * 1e3:+.2f} ms "
+        "(target: P99 < 5 ms)"
+    )
+
+
+def workers(folder: Path, quick: bool) -> None:
+    repeat = 300 if quick else 1000
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(2):
+        for count in (1, 2):
+            summary = perfbench_run(folder, "mock:zero", 64, repeat, stream=False,
+                                    workers=count, runs=3)  # fmt: skip
+            rates[count].append(summary["across_runs"]["overall"]["throughput"]["median"])
+    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    print(
+        f"in-process zero mock, 64 in flight: 1 worker {one:,.0f} tasks/s, 2 workers "
+        f"{two:,.0f} tasks/s: {two / one:.2f}× (target ≥ 1.6×)"
+    )
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "case.yaml").write_text(CASE)
+        ceilings(folder, quick)
+        errors(folder, quick)
+        workers(folder, quick)
+
+
+if __name__ == "__main__":
+    main()
