@@ -28,12 +28,12 @@ import anyio
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from perfbench import host  # noqa: E402
-from perfbench.runner import Plan  # noqa: E402
-from perfbench.session import Session  # noqa: E402
-from perfbench.suite import load_suite  # noqa: E402
-from perfbench.targets.registry import TargetOptions, resolve  # noqa: E402
-from tests.conftest import CASES, mock_process  # noqa: E402
+from perfbench import host
+from perfbench.runner import Plan
+from perfbench.session import Session
+from perfbench.suite import load_suite
+from perfbench.targets.registry import TargetOptions, resolve
+from tests.conftest import CASES, mock_process
 
 MODELS = "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
 SHORT = "ttft_ms: 0\nitl_ms: 0\noutput_chars: 4\n" + MODELS

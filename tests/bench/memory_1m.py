@@ -18,13 +18,13 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from perfbench import host  # noqa: E402
-from perfbench.runner import Plan  # noqa: E402
-from perfbench.sample import Sample  # noqa: E402
-from perfbench.session import Session  # noqa: E402
-from perfbench.suite import load_suite  # noqa: E402
-from perfbench.targets.registry import resolve  # noqa: E402
-from tests.conftest import CASES  # noqa: E402
+from perfbench import host
+from perfbench.runner import Plan
+from perfbench.sample import Sample
+from perfbench.session import Session
+from perfbench.suite import load_suite
+from perfbench.targets.registry import resolve
+from tests.conftest import CASES
 
 EVERY = 50_000
 
