@@ -319,7 +319,7 @@ def run(
                 out_root=out_dir,
                 label=label,
                 on_pass=progress.phase,
-                observers=[progress.sample],
+                observers=progress.observers(),
                 on_start=progress.started,
                 pricer=load_pricer(prices),
                 recipe=(target, options),
@@ -388,7 +388,7 @@ def _resumed_session(run_dir: Path, progress: Progress) -> Session:
         run_dir=run_dir,
         label=meta.get("label"),
         on_pass=progress.phase,
-        observers=[progress.sample],
+        observers=progress.observers(),
         on_start=progress.started,
         pricer=load_pricer(prices),
         invocation=how,
@@ -542,6 +542,13 @@ def sweep(
         Path | None,
         typer.Option(help="Continue an interrupted sweep directory: finished levels are kept."),
     ] = None,
+    workers: Annotated[
+        str,
+        typer.Option(
+            help="Processes per level: a number, or auto (chosen per level as for `run`: "
+            "one per 128 in flight or 1,000 tasks/s, at most one per core)."
+        ),
+    ] = "auto",
 ) -> None:
     """Run the suite at a series of load levels and find where the target stops scaling.
 
@@ -573,6 +580,7 @@ def sweep(
                 max_level=max_level,
                 rule=StopRule(error_budget, p95_factor, min_gain),
                 slo=_slo(slo),
+                workers=0 if workers == "auto" else _workers(workers, Plan()),
             )
         suite = load_suite(cases)
         invocation = {
@@ -582,11 +590,14 @@ def sweep(
             "plan": plan_doc(plan),
         }
 
-        def factory(n: int) -> Any:
+        def recipe(n: int) -> tuple[str, TargetOptions]:
             options = TargetOptions(
                 base_url=base_url, api_key_env=api_key_env, concurrency=n, seed=seed
             )
-            return resolve(target, options)
+            return target, options
+
+        def factory(n: int) -> Any:
+            return resolve(*recipe(n))
 
         events = JsonEvents(sys.stdout.buffer) if as_json else None
         started = time.monotonic()
@@ -622,6 +633,7 @@ def sweep(
             invocation=invocation,
             resume=resume,
             progress=Progress([LiveView(err)]),
+            recipe=recipe,
         )
         result = anyio.run(sweeper.run, backend_options=host.loop_options())
     console = err if as_json else out

@@ -73,6 +73,11 @@ class Progress:
         self._wants_tasks = [s for s in sinks if getattr(s, "wants_tasks", False)]
         self.phase_name = "starting"
 
+    def observers(self) -> list[Callable[[Sample], None]]:
+        """What a Session should call per sample: nothing when nobody watches (``--quiet``), so
+        a run with worker processes need not decode their samples in the parent."""
+        return [self.sample] if self.sinks else []
+
     def started(self, meta: dict[str, Any]) -> None:
         """A run begins: counting starts afresh (a sweep reuses one Progress per level)."""
         self.counts = dict.fromkeys(STATUSES, 0)

@@ -43,6 +43,8 @@ from perfbench.runner import Plan
 from perfbench.session import Session
 from perfbench.suite import Suite
 from perfbench.targets import Target
+from perfbench.targets.registry import TargetOptions
+from perfbench.workers import auto_workers
 
 TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
 PLAN_FILE = "sweep-plan.json"
@@ -57,6 +59,7 @@ class SweepPlan:
     rule: StopRule = field(default_factory=StopRule)
     bisect_steps: int = 4
     slo: tuple[str, float] | None = None  # ("p95", 2.0)
+    workers: int = 0  # processes per level; 0: chosen per level (workers.auto_workers)
 
 
 def plan_doc(plan: SweepPlan) -> dict[str, Any]:
@@ -75,6 +78,7 @@ def plan_from_doc(doc: dict[str, Any]) -> SweepPlan:
         rule=StopRule(**doc["rule"]),
         bisect_steps=doc["bisect_steps"],
         slo=(doc["slo"][0], doc["slo"][1]) if doc["slo"] else None,
+        workers=doc.get("workers", 0),  # absent from sweeps started before workers existed
     )
 
 
@@ -98,8 +102,11 @@ class Sweep:
         invocation: dict[str, Any] | None = None,
         resume: Path | None = None,
         progress: Progress | None = None,
+        recipe: Callable[[int], tuple[str, TargetOptions]] | None = None,
     ) -> None:
         self.progress = progress  # the live view of each level's run, when given
+        # How a worker process rebuilds the target at a concurrency; without it, one process.
+        self.recipe = recipe
         self.suite, self.factory, self.plan = suite, factory, plan
         self.out_root, self.target_name = out_root, target_name
         self.on_level = on_level
@@ -176,6 +183,8 @@ class Sweep:
         else:
             plan = replace(plan, concurrency=int(level), load=None)
         concurrency = int(level) if not self.plan.rates else max(1, math.ceil(level))
+        count = (self.plan.workers or auto_workers(plan)) if self.recipe else 1
+        plan = replace(plan, workers=count)
         run_dir = path / f"level-{level:g}"
         done = _finished(run_dir)
         if done is not None:  # a resumed sweep: measured before, read back
@@ -191,6 +200,7 @@ class Sweep:
                 on_pass=watch.phase if watch else None,
                 observers=[watch.sample] if watch else None,
                 on_start=watch.started if watch else None,
+                recipe=self.recipe(concurrency) if self.recipe else None,
             )
             if watch is not None:
                 watch.planned = session.planned_tasks()

@@ -213,3 +213,20 @@ def test_a_worker_that_dies_fails_the_run_with_its_reason(tmp_path: Path) -> Non
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["status"] == "failed" and "died" in meta["error"]
     assert list(store.read_samples(run_dir))  # what was measured before is kept
+
+
+def test_a_sweep_runs_each_level_in_the_workers_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    cmd = perfbench("sweep", str(CASES / "answer.yaml"), "-t", "mock:zero", "-c", "2,4")
+    cmd += ["--runs", "1", "--workers", "2", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    [sweep_dir] = list(out.iterdir())
+    for level in ("level-2", "level-4"):
+        meta = json.loads((sweep_dir / level / "meta.json").read_text())
+        assert meta["plan"]["workers"] == 2 and meta["status"] == "completed"
+        summary = json.loads((sweep_dir / level / "summary.json").read_text())
+        assert summary["client"]["workers"] == 2
+        assert summary["pooled"]["overall"]["ok"] == 4
+    plan = json.loads((sweep_dir / "sweep-plan.json").read_text())
+    assert plan["plan"]["workers"] == 2  # a resumed sweep keeps them
