@@ -58,6 +58,33 @@ PassHook = Callable[[Phase, int, int], None]
 PassGate = Callable[[Phase, int], Awaitable[float | None]]
 
 
+class Gate:
+    """At most ``limit`` tasks past it at once; the limit changes while running and may be 0
+    (a worker process whose share of a coordinated AIMD limit is nothing for now)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+        self._changed = anyio.Event()
+
+    async def acquire(self) -> None:
+        while self.used >= self.limit:
+            await self._changed.wait()
+        self.used += 1
+
+    def release(self) -> None:
+        self.used -= 1
+        self._wake()
+
+    def set(self, limit: int) -> None:
+        if limit != self.limit:
+            self.limit = limit
+            self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
 def split(total: int, share: tuple[int, int]) -> int:
     """Worker ``index``'s part of ``total`` (concurrency, max in flight) among ``count``."""
     index, count = share
@@ -98,7 +125,11 @@ class Runner:
         self.resume_at = 0.0  # a resumed run's clock continues from here
         shape = plan.load
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
-        self._gate: anyio.CapacityLimiter | None = None
+        self._gate: Gate | None = None
+        # A worker process of an adaptive run follows the parent's AIMD (set_limit) instead
+        # of running its own: one limit for all, reacting to every worker's 429s.
+        self.follower = False
+        self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
 
     def client_summary(self) -> dict[str, Any] | None:
@@ -115,7 +146,8 @@ class Runner:
         self.clock = bind(self.clock)
         self.t0 = self.origin if self.origin is not None else self.clock() - self.resume_at
         if self.aimd is not None:
-            self._gate = anyio.CapacityLimiter(self.aimd.limit)
+            limit = split(self.aimd.limit, self.share) if self.follower else self.aimd.limit
+            self._gate = Gate(limit)
         self.monitor = ClientMonitor(self.clock)
         with anyio.CancelScope() as self._scope:
             async with anyio.create_task_group() as tg:
@@ -146,7 +178,8 @@ class Runner:
             else:
                 mine = self._mine(len(todo))
                 queue = (task for j, task in enumerate(todo) if mine(j))
-                workers = self.aimd.shape.maximum if self.aimd else self.concurrency
+                top = self.aimd.shape.maximum if self.aimd else 0
+                workers = split(top, self.share) if self.aimd else self.concurrency
                 async with anyio.create_task_group() as tg:
                     for _ in range(min(workers, len(todo))):
                         tg.start_soon(self._worker, queue, phase, index)
@@ -166,6 +199,8 @@ class Runner:
         at, count = self.share
         if count == 1:
             return lambda j: True
+        if self.aimd is not None:  # the limit is split evenly, so are the tasks
+            return lambda j: j % count == at
         slots = max(1, min(self.plan.concurrency, n))
         return lambda j: (j % slots) % count == at
 
@@ -273,7 +308,8 @@ class Runner:
     async def _respect_hold(self) -> None:
         """After a rate-limit episode, start nothing until the server's wait is over."""
         if self.aimd is not None:
-            await sleep_until(self.clock, self.t0 + self.aimd.hold_until)
+            hold = self._hold if self.follower else self.aimd.hold_until
+            await sleep_until(self.clock, self.t0 + hold)
 
     def _start(self, case: Case, phase: Phase, run: int, iteration: int) -> Task:
         task = Task(case, phase, run, iteration, self.plan.seed, self.clock, self.t0)
@@ -285,10 +321,16 @@ class Runner:
     def _finish(self, sample: Sample) -> None:
         self.in_flight -= 1
         self.recorder.record(sample)
-        if self.aimd is not None and sample.status != "cancelled":
+        if self.aimd is not None and not self.follower and sample.status != "cancelled":
             limit = self.aimd.observe(sample)
-            if self._gate is not None and self._gate.total_tokens != limit:
-                self._gate.total_tokens = limit
+            if self._gate is not None:
+                self._gate.set(limit)
+
+    def set_limit(self, limit: int, hold_until: float) -> None:
+        """A follower's share of the coordinated limit, and the parent's hold (run time)."""
+        self._hold = hold_until
+        if self._gate is not None:
+            self._gate.set(limit)
 
     async def _attempt(self, task: Task) -> Sample:
         try:

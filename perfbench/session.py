@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, calibration, host, store, workers
+from perfbench import __version__, calibration, host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.cost import Pricer
 from perfbench.errors import PerfbenchError, StoreError, reason
@@ -74,7 +74,6 @@ class Session:
         self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
         self.runner: Runner | Fleet
         if plan.workers > 1:
-            workers.check(plan)
             if recipe is None:
                 raise PerfbenchError("--workers needs the target string to rebuild it per worker")
             self.runner = Fleet(

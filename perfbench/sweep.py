@@ -17,7 +17,6 @@ cannot be continued) after moving the partial one aside to ``level-<N>.partial-<
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -182,7 +181,7 @@ class Sweep:
             plan = replace(plan, load=Rate(per_second=level))
         else:
             plan = replace(plan, concurrency=int(level), load=None)
-        concurrency = int(level) if not self.plan.rates else max(1, math.ceil(level))
+        concurrency = int(level) if not self.plan.rates else 0  # open loop: no pool limit
         count = (self.plan.workers or auto_workers(plan)) if self.recipe else 1
         plan = replace(plan, workers=count)
         run_dir = path / f"level-{level:g}"

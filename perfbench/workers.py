@@ -10,7 +10,9 @@ own target from the target string, and runs a Runner over its share of every pas
   in flight and the tasks of those slots;
 - open loop: every worker computes the same seeded schedule and takes arrivals j ≡ k (mod N)
   (interleaved schedules; one shared start time per pass, sent by the parent);
-- adaptive load is not split: one AIMD limit must react to each 429 as it happens.
+- adaptive: the parent runs the one AIMD controller over every worker's samples (so a 429
+  seen by one slows all) and sends each worker its share of the limit (which may be 0) and
+  the hold the server asked for; workers follow.
 
 Passes start together: each worker waits for the parent's go before every pass, and the next
 go is sent when every worker has finished the pass, so passes never overlap. Samples stream to
@@ -20,9 +22,9 @@ end of a pass each worker hands over what its Summarizer accumulated, and the pa
 workers use the parent's start time on the shared monotonic clock.
 
 Frames are a 4-byte length and a pickle. Parent → worker: a ``Recipe``, then ``("go", phase,
-run, start)`` per pass and ``("stop",)``. Worker → parent: ``("ready",)``, ``("samples",
-lines, n)``, ``("pass", phase, run, scopes)``, ``("done", warmup_tasks, lag, cpu_s, wall_s)``
-or ``("error", text)``.
+run, start)`` per pass, ``("limit", share, hold_until)`` (adaptive) and ``("stop",)``. Worker →
+parent: ``("ready",)``, ``("samples", lines, n)``, ``("pass", phase, run, scopes)``,
+``("done", warmup_tasks, lag, cpu_s, wall_s)`` or ``("error", text)``.
 """
 
 from __future__ import annotations
@@ -51,8 +53,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from perfbench import host
 from perfbench.cost import Pricer
-from perfbench.errors import PerfbenchError, WorkerError, reason
+from perfbench.errors import WorkerError, reason
 from perfbench.histogram import Histogram
+from perfbench.load import Adaptive
+from perfbench.load.adaptive import Aimd
 from perfbench.recorder import Recorder
 from perfbench.runner import Outcome, PassHook, Plan, Runner, split
 from perfbench.sample import Phase, Sample
@@ -89,7 +93,7 @@ def auto_workers(plan: Plan, cpus: int | None = None) -> int:
     """``--workers auto``: one worker per 128 tasks in flight (or per 1,000 open-loop tasks/s),
     at most one per core. One worker handles far more than either on this client stack; more
     would only add start-up time and pass barriers."""
-    from perfbench.load import Adaptive, Rate
+    from perfbench.load import Rate
 
     cpus = cpus or os.cpu_count() or 1
     if isinstance(plan.load, Adaptive):
@@ -99,17 +103,6 @@ def auto_workers(plan: Plan, cpus: int | None = None) -> int:
     else:
         wanted = math.ceil(plan.concurrency / 128)
     return max(1, min(cpus, wanted))
-
-
-def check(plan: Plan) -> None:
-    """Refuse what workers cannot split, before anything starts."""
-    from perfbench.load import Adaptive
-
-    if plan.workers > 1 and isinstance(plan.load, Adaptive):
-        raise PerfbenchError(
-            "--adaptive runs in one worker process (its limit must react to every 429 as it "
-            "happens); drop --workers or use --workers 1"
-        )
 
 
 # ---------------------------------------------------------------------------- framing
@@ -174,15 +167,19 @@ class Fleet:
         self.skip: set[tuple[str, int, str, int]] = set()
         self.skip_passes: set[tuple[str, int]] = set()
         self.resume_at = 0.0
-        self.aimd = None  # adaptive runs never use workers (see check())
+        # Adaptive: the one controller, fed every worker's samples; workers get their shares.
+        self.aimd = Aimd(plan.load) if isinstance(plan.load, Adaptive) else None
+        self._limits: tuple[int, float] | None = None  # the last (limit, hold) sent
+        self._limits_changed: anyio.Event | None = None
         self.in_flight = 0
         self._stopped = False
         self._stop: anyio.Event | None = None  # made in run(): an Event needs the loop
         self._workers: list[_Worker] = []
         self._reports: dict[tuple[str, int], list[Any]] = {}
         self._arrived: anyio.Event | None = None
-        # Parsing lines back into Samples only for observers (the live view, --json).
-        self._observe = bool(recorder.observers)
+        # Lines are decoded back into Samples only for observers (the live view, --json) and
+        # the AIMD controller.
+        self._decode = bool(recorder.observers) or self.aimd is not None
 
     def stop(self) -> None:
         self._stopped = True
@@ -191,6 +188,7 @@ class Fleet:
 
     async def run(self) -> Outcome:
         self._stop = anyio.Event()
+        self._limits_changed = anyio.Event()
         if self._stopped:
             self._stop.set()
         origin = time.monotonic() - self.resume_at
@@ -211,6 +209,8 @@ class Fleet:
                     for w in self._workers:
                         tg.start_soon(self._listen, w)
                     tg.start_soon(self._relay_stop)
+                    if self.aimd is not None:
+                        tg.start_soon(self._relay_limits)
                     await self._passes()
                     await self._finish()
                     tg.cancel_scope.cancel()
@@ -236,9 +236,10 @@ class Fleet:
         }
 
     def _recipe(self, index: int, count: int, origin: float) -> Recipe:
+        connections = self.options.concurrency  # 0 (no limit) stays 0
         options = replace(
             self.options,
-            concurrency=split(self.plan.concurrency, (index, count)),
+            concurrency=max(1, split(connections, (index, count))) if connections else 0,
             server_url=getattr(self.target, "url", None),
         )
         return Recipe(
@@ -340,11 +341,32 @@ class Fleet:
         if isinstance(self.recorder.writer, SampleWriter):
             self.recorder.writer.write_lines(lines)
         self.recorder.recorded += n
-        if self._observe:
-            for line in lines.splitlines():
-                sample = Sample.from_json(orjson.loads(line))
-                for observe in self.recorder.observers:
-                    observe(sample)
+        if not self._decode:
+            return
+        for line in lines.splitlines():
+            sample = Sample.from_json(orjson.loads(line))
+            for observe in self.recorder.observers:
+                observe(sample)
+            if self.aimd is not None and sample.status != "cancelled":
+                self.aimd.observe(sample)
+        changed = self.aimd is not None and (self.aimd.limit, self.aimd.hold_until) != self._limits
+        if changed and self._limits_changed is not None:
+            self._limits_changed.set()
+
+    async def _relay_limits(self) -> None:
+        """Send every worker its share of the AIMD limit whenever the limit or hold changes."""
+        assert self.aimd is not None and self._limits_changed is not None
+        while True:
+            await self._limits_changed.wait()
+            self._limits_changed = anyio.Event()
+            self._limits = (self.aimd.limit, self.aimd.hold_until)
+            limit, hold = self._limits
+            for w in self._workers:
+                if w.done is None and w.channel is not None:
+                    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await w.channel.send(
+                            ("limit", split(limit, (w.index, len(self._workers))), hold)
+                        )
 
     async def _relay_stop(self) -> None:
         assert self._stop is not None
@@ -488,6 +510,8 @@ class _Link:
             if message[0] == "go":
                 self._go[(message[1], message[2])] = message[3]
                 self._go_event.set()
+            elif message[0] == "limit":
+                runner.set_limit(message[1], message[2])
             elif message[0] == "stop":
                 self.stopped = True
                 runner.stop()
@@ -534,6 +558,7 @@ async def _work(recipe: Recipe, link: _Link) -> None:
     )
     runner.skip = set(recipe.skip)
     runner.skip_passes = set(recipe.skip_passes)
+    runner.follower = runner.aimd is not None  # the parent's controller sets the limit
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(link.sender)

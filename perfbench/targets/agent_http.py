@@ -288,7 +288,8 @@ class HttpAgent:
         concurrency: int = POOL_SIZE,
     ) -> None:
         self.url = _checked_url(url)
-        self._pool_size = max(1, concurrency)  # for the client made here: no pool waits
+        # For the client made here: no pool waits (0: no limit, for open-loop runs).
+        self._pool_size = max(0, concurrency) or None
         self.mapping = mapping or AgentMapping()
         self._name = "http+agent:" + public_url(url)
         self._headers = {"content-type": "application/json", "accept": "application/json"}

@@ -49,7 +49,9 @@ class Pool:
         transport: httpx.AsyncBaseTransport | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self.concurrency = max(1, concurrency)
+        # Connections to keep open; 0: as many as the load needs (an open loop must never wait
+        # on the client for a connection).
+        self.concurrency = max(0, concurrency)
         self._transport = transport  # a test's mock transport wins over everything
         self._headers = headers
         self._clients: list[httpx.AsyncClient] = []
@@ -78,7 +80,7 @@ class Pool:
             self._session = _aiohttp_session(self.concurrency, self._headers)
             return
         shards = max(1, math.ceil(self.concurrency / SHARD))
-        per = max(1, math.ceil(self.concurrency / shards))
+        per = math.ceil(self.concurrency / shards) or None  # None: httpx's "no limit"
         limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
         timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=None)
         self._clients = [
@@ -200,7 +202,9 @@ def _aiohttp_session(concurrency: int, headers: dict[str, str] | None) -> aiohtt
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(headers_sent)
     connector = aiohttp.TCPConnector(
-        limit=concurrency, limit_per_host=concurrency, keepalive_timeout=60
+        limit=concurrency,
+        limit_per_host=concurrency,
+        keepalive_timeout=60,  # 0: no limit
     )
     return aiohttp.ClientSession(
         connector=connector, trace_configs=[trace], headers=headers, auto_decompress=True

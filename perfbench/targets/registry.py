@@ -44,7 +44,7 @@ class TargetOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     stream: bool = True
-    concurrency: int = 1
+    concurrency: int = 1  # connections per target: tasks that can be in flight; 0 = no limit
     seed: int = 0
     retries: int = 3
     check_tokens: bool = False  # also count output tokens offline when the API reports usage

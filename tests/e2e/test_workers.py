@@ -115,10 +115,40 @@ def test_workers_share_the_parents_mock_server(tmp_path: Path) -> None:
     assert overall["model_calls"] > 1  # tool cases went through the agent loop over HTTP
 
 
-def test_adaptive_load_refuses_several_workers(tmp_path: Path) -> None:
-    _, proc = _run(tmp_path, "-t", "mock:zero", "--adaptive", "--workers", "2")
-    assert proc.returncode == 3
-    assert "--adaptive runs in one worker process" in proc.stderr
+RPM = """
+name: rpm
+ttft_ms: 50
+itl_ms: 2
+output_chars: 40
+models: {sim: {tokens_per_char: {default: 0.25}}}
+rate_limits: {requests_per_minute: 1200, burst_s: 1}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_adaptive_load_over_workers_follows_one_limit(tmp_path: Path, workers: str) -> None:
+    """Against 1,200 requests per minute (20/s), two workers under one AIMD controller settle
+    near 20/s as one process does, rather than each finding its own limit. (With one process
+    this once failed through the CLI: the client kept one connection for -c 1, so requests
+    queued in the pool and never reached the limit.)"""
+    profile = tmp_path / "rpm.yaml"
+    profile.write_text(RPM)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("cases:\n  - {id: c, language: en, input: hi}\n")
+    out = tmp_path / "runs"
+    cmd = perfbench("run", str(suite), "-t", f"mock+http:{profile}", "--adaptive", "--workers")
+    cmd += [workers, "--max-concurrency", "64", "--repeat", "240", "--runs", "1", "--warmup", "0"]
+    cmd += ["--out", str(out), "-q"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    [run_dir] = list(out.iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    overall = summary["runs"][0]["overall"]
+    assert overall["throughput"] == pytest.approx(20.0, rel=0.15)
+    limits = [limit for _, limit in summary["adaptive"]["history"]]
+    assert max(limits) > limits[-1]  # it grew, met 429s, and came down: one controller
+    assert summary["client"].get("workers", 1) == int(workers)
+    assert overall["throttled"] > 0
 
 
 def test_bad_workers_value_is_a_usage_error(tmp_path: Path) -> None:
@@ -230,3 +260,36 @@ def test_a_sweep_runs_each_level_in_the_workers_asked_for(tmp_path: Path) -> Non
         assert summary["pooled"]["overall"]["ok"] == 4
     plan = json.loads((sweep_dir / "sweep-plan.json").read_text())
     assert plan["plan"]["workers"] == 2  # a resumed sweep keeps them
+
+
+SLOW = """
+name: slow
+ttft_ms: 300
+itl_ms: 0
+output_chars: 4
+models: {sim: {tokens_per_char: {default: 0.25}}}
+"""
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_open_loop_never_waits_on_the_clients_connection_pool(
+    tmp_path: Path, workers: str
+) -> None:
+    """40 tasks/s of 300 ms each keeps ~12 in flight: the client must open that many
+    connections (it once kept one per -c, so tasks queued behind each other for seconds)."""
+    profile = tmp_path / "slow.yaml"
+    profile.write_text(SLOW)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("cases:\n  - {id: c, language: en, input: hi}\n")
+    out = tmp_path / "runs"
+    cmd = perfbench("run", str(suite), "-t", f"mock+http:{profile}", "--rate", "40")
+    cmd += ["--duration", "1", "--runs", "1", "--warmup", "0", "--workers", workers]
+    proc = subprocess.run([*cmd, "--out", str(out), "-q"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [run_dir] = list(out.iterdir())
+    done = list(store.read_samples(run_dir))
+    assert len(done) == 40 and {s.status for s in done} == {"ok"}
+    waits = sorted(st.wait or 0.0 for s in done for st in s.steps)
+    assert waits[len(waits) // 2] < 0.1  # one connection would make the median wait seconds
+    assert sorted(s.latency for s in done)[20] < 0.6
