@@ -1091,6 +1091,13 @@ def mock_serve(
     host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 0,
     seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
+    timings: Annotated[
+        bool,
+        typer.Option(
+            help="Record when each keyed request arrived and its first token was written "
+            "(GET URL/stats/timings), to separate the server's own lateness from a client's."
+        ),
+    ] = False,
 ) -> None:
     """Serve the mock until stopped (Ctrl-C). Prints the base URL on its first line.
 
@@ -1102,7 +1109,7 @@ def mock_serve(
 
     with _errors():
         loaded = load_profile(profile)
-    server = MockServer(loaded, seed=seed, host=host, port=port)
+    server = MockServer(loaded, seed=seed, host=host, port=port, timings=timings)
     loop = new_loop()
     try:
         url = loop.run_until_complete(server.start())

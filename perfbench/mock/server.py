@@ -21,14 +21,21 @@ from contextlib import contextmanager
 from aiohttp import web
 
 from perfbench.mock.profile import Profile
-from perfbench.mock.service import Plan, Service
+from perfbench.mock.service import KEY_HEADER, Plan, Service
 
 
 class MockServer:
     def __init__(
-        self, profile: Profile, *, seed: int = 0, host: str = "127.0.0.1", port: int = 0
+        self,
+        profile: Profile,
+        *,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timings: bool = False,
     ) -> None:
         self.profile, self.seed, self.host, self.port = profile, seed, host, port
+        self.timings = timings
         self.service: Service | None = None
         self._runner: web.ServerRunner | None = None
 
@@ -40,6 +47,8 @@ class MockServer:
         """Bind and serve; returns the base URL (``port=0`` picks a free port)."""
         loop = asyncio.get_running_loop()
         self.service = Service(self.profile, self.seed, loop.time)
+        if self.timings:
+            self.service.stats.timings = {}
         server = web.Server(self._handle, access_log=None)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
@@ -62,14 +71,17 @@ class MockServer:
         body = await request.read()
         # aiohttp's headers are case-insensitive already: no per-request copy.
         plan = self.service.handle(request.method, request.path, request.headers, body)
+        timing = self.service.stats.time_request(request.headers.get(KEY_HEADER), arrival)
         late = self.service.stats.lateness.add
         try:
             if plan.delay:
                 await _sleep_until(arrival + plan.delay)
                 late(time.monotonic() - arrival - plan.delay)
             if plan.frames is None:
+                if timing is not None:
+                    timing[1] = time.monotonic()
                 return await _send_body(request, plan)
-            return await _send_stream(request, plan, arrival, late)
+            return await _send_stream(request, plan, arrival, late, timing)
         except ConnectionError:
             # The client hung up mid-response (a load tool stopping, a client timeout): normal
             # for a benchmark target, not an error to log with a traceback.
@@ -80,8 +92,9 @@ class MockServer:
 
 
 async def _sleep_until(deadline: float) -> None:
-    delay = deadline - time.monotonic()
-    if delay > 0:
+    # A loop: uvloop's timers count whole milliseconds and can wake a fraction of one early,
+    # which would send a reply before it is due.
+    while (delay := deadline - time.monotonic()) > 0:  # noqa: ASYNC110 (a deadline, no event)
         await asyncio.sleep(delay)
 
 
@@ -104,7 +117,11 @@ async def _send_body(request: web.BaseRequest, plan: Plan) -> web.StreamResponse
 
 
 async def _send_stream(
-    request: web.BaseRequest, plan: Plan, arrival: float, late: Callable[[float], None]
+    request: web.BaseRequest,
+    plan: Plan,
+    arrival: float,
+    late: Callable[[float], None],
+    timing: list[float] | None = None,
 ) -> web.StreamResponse:
     frames = plan.frames
     assert frames is not None
@@ -119,6 +136,8 @@ async def _send_stream(
     while i < len(tokens):
         await _sleep_until(arrival + due[i])
         elapsed = time.monotonic() - arrival
+        if elapsed < due[i]:  # woken early (uvloop's timers are whole milliseconds): again
+            continue
         late(elapsed - due[i])
         batch = []
         while i < len(tokens) and due[i] <= elapsed:  # everything due now goes in one write
@@ -132,6 +151,8 @@ async def _send_stream(
                 return await _break(request, response, plan.fault)
             batch.append(tokens[i])
             i += 1
+        if timing is not None and timing[1] != timing[1]:  # NaN: the first token write
+            timing[1] = time.monotonic()
         await response.write(b"".join(batch))
     await response.write(b"".join(frames.tail))
     await response.write_eof()
@@ -175,11 +196,16 @@ def new_loop() -> asyncio.AbstractEventLoop:
 
 @contextmanager
 def serve_in_thread(
-    profile: Profile, *, seed: int = 0, host: str = "127.0.0.1", port: int = 0
+    profile: Profile,
+    *,
+    seed: int = 0,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timings: bool = False,
 ) -> Iterator[MockServer]:
     """Run a mock server on its own event loop in a daemon thread, for tests and for driving
     it from synchronous code; stops it on exit."""
-    server = MockServer(profile, seed=seed, host=host, port=port)
+    server = MockServer(profile, seed=seed, host=host, port=port, timings=timings)
     loop = new_loop()
     ready = threading.Event()
     failure: list[BaseException] = []

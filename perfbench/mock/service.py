@@ -22,6 +22,7 @@ from perfbench.mock.simulator import Reply, Simulator, Turn
 from perfbench.mock.wire import ApiError, Frames
 
 JSON = "application/json"
+TIMINGS_KEPT = 200_000
 KEY_HEADER = "x-perfbench-key"  # perfbench's clients name each model call, for seeded draws
 CASE_HEADER = "x-perfbench-case"
 
@@ -56,6 +57,18 @@ class Stats:
     # How late the server itself wrote what was due (first token of each write, and whole
     # bodies): separates the server's own lag from a client's measurement error.
     lateness: Histogram = field(default_factory=Histogram)
+    # `mock serve --timings`: per keyed request, [arrival, first write] on the monotonic clock
+    # (shared by every process on the machine), so a benchmark can take the server's own
+    # lateness out of a client's error. Bounded: the newest TIMINGS_KEPT.
+    timings: dict[str, list[float]] | None = None
+
+    def time_request(self, key: str | None, arrival: float) -> list[float] | None:
+        if self.timings is None or key is None:
+            return None
+        if len(self.timings) >= TIMINGS_KEPT:
+            del self.timings[next(iter(self.timings))]
+        entry = self.timings[key] = [arrival, float("nan")]
+        return entry
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +119,8 @@ class Service:
             return _json({"status": "ok", "profile": self.profile.name})
         if (method, path) == ("GET", "/stats"):
             return _json(self.stats.as_json())
+        if (method, path) == ("GET", "/stats/timings"):
+            return _json({"timings": self.stats.timings})
         if (method, path) == ("GET", "/v1/models"):
             return _json(self._models(anthropic))
         if path in ("/v1/chat/completions", "/v1/messages"):

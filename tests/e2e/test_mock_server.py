@@ -282,3 +282,25 @@ def test_load_profile_default_serves_both_simulated_tokenizers() -> None:
         }
     assert usage["gpt-4o"]["prompt_tokens"] == 40  # 56 characters × 0.7
     assert usage["deepseek-chat"]["prompt_tokens"] == 34  # × 0.6
+
+
+def test_timings_record_each_keyed_requests_arrival_and_first_write() -> None:
+    """`mock serve --timings`: the server's own TTFT per request, for benchmarks that take the
+    server's lateness out of a client's error."""
+    profile = Profile.model_validate({**QUICK, "ttft_ms": 50})
+    body = {"model": "m", "messages": user("hi")}
+    with serve_in_thread(profile, timings=True) as srv, httpx.Client() as client:
+        url = srv.url + "/v1/chat/completions"
+        client.post(url, json={**body, "stream": True}, headers={"x-perfbench-key": "k1"})
+        client.post(url, json=body, headers={"x-perfbench-key": "k2"})
+        client.post(url, json=body)  # no key: not recorded
+        timings = client.get(srv.url + "/stats/timings").json()["timings"]
+    assert set(timings) == {"k1", "k2"}
+    arrival, first = timings["k1"]
+    assert first - arrival >= 0.050  # the first token was not written before it was due
+    arrival, first = timings["k2"]
+    assert first - arrival >= 0.050  # a whole body waits out the reply's duration
+
+
+def test_timings_are_off_unless_asked(server: MockServer) -> None:
+    assert httpx.get(server.url + "/stats/timings").json() == {"timings": None}

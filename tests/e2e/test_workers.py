@@ -291,5 +291,6 @@ def test_an_open_loop_never_waits_on_the_clients_connection_pool(
     done = list(store.read_samples(run_dir))
     assert len(done) == 40 and {s.status for s in done} == {"ok"}
     waits = sorted(st.wait or 0.0 for s in done for st in s.steps)
-    assert waits[len(waits) // 2] < 0.1  # one connection would make the median wait seconds
-    assert sorted(s.latency for s in done)[20] < 0.6
+    # One connection made the median wait 5.8 s; bounds far from both, for a loaded machine.
+    assert waits[len(waits) // 2] < 1.0
+    assert sorted(s.latency for s in done)[20] < 1.5
