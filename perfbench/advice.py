@@ -8,11 +8,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from perfbench.calibration import NEAR
+
 SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
 LAG_WARN_S = 0.005  # event-loop lag at P99 above which latencies include the client's delay
 CPU_WARN = 0.9  # share of one core the client used
-NEAR_CEILING = 0.7  # share of the calibrated ceiling (perfbench.calibration.NEAR)
 
 
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
@@ -131,7 +132,7 @@ def _client(client: Mapping[str, Any] | None) -> Iterable[str]:
             "lower load."
         )
     room = client.get("headroom") or {}
-    if room.get("share") is not None and room["share"] >= NEAR_CEILING:
+    if room.get("share") is not None and room["share"] >= NEAR:
         ceiling = room["ceiling"]
         yield (
             f"Each worker ran at {room['share']:.0%} of perfbench's calibrated ceiling on this "

@@ -298,7 +298,7 @@ def run(
                 base_url=base_url,
                 api_key_env=api_key_env,
                 stream=stream,
-                concurrency=_connections(concurrency, shape),
+                concurrency=Plan(concurrency=concurrency, load=shape).connections(),
                 seed=seed,
                 retries=retries,
                 check_tokens=check_tokens,
@@ -395,16 +395,6 @@ def _resumed_session(run_dir: Path, progress: Progress) -> Session:
         resume=True,
         recipe=(how["target"], options),
     )
-
-
-def _connections(concurrency: int, shape: Load | None) -> int:
-    """Connections the target's client keeps: as many as tasks can be in flight, so no task
-    waits on the client's pool (0: no limit, for an open loop without --max-in-flight)."""
-    if isinstance(shape, Adaptive):
-        return shape.maximum
-    if isinstance(shape, Rate):
-        return shape.max_in_flight or 0
-    return concurrency
 
 
 def _workers(text: str, plan: Plan) -> int:

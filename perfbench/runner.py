@@ -40,6 +40,15 @@ class Plan:
     load: Load | None = None
     workers: int = 1  # processes sharing the load (perfbench.workers); 1 = this process
 
+    def connections(self) -> int:
+        """Connections a target's client must keep so that no task waits on its pool: the
+        most tasks that can be in flight (0: no limit, an open loop without a cap)."""
+        if isinstance(self.load, Adaptive):
+            return self.load.maximum
+        if isinstance(self.load, Rate):
+            return self.load.max_in_flight or 0
+        return self.concurrency
+
     def passes(self) -> list[tuple[Phase, int]]:
         warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
         return warm + [("measured", i) for i in range(self.runs)]
@@ -187,13 +196,7 @@ class Runner:
             self.recorder.pass_finished(phase, index)
 
     def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
-        """The pass's tasks (every worker's), less those a resumed run already has."""
-        return [
-            (c, i)
-            for c in self.suite.cases
-            for i in range(self.plan.repeat)
-            if (phase, index, c.id, i) not in self.skip
-        ]
+        return todo(self.suite, self.plan, self.skip, phase, index)
 
     def _mine(self, n: int) -> Callable[[int], bool]:
         at, count = self.share
@@ -345,6 +348,18 @@ class Runner:
         self._done += 1
         if self._done % 16 == 0:
             await anyio.lowlevel.checkpoint()
+
+
+def todo(
+    suite: Suite, plan: Plan, skip: set[tuple[str, int, str, int]], phase: Phase, index: int
+) -> list[tuple[Case, int]]:
+    """A pass's tasks (every worker's), less those a resumed run already has."""
+    return [
+        (c, i)
+        for c in suite.cases
+        for i in range(plan.repeat)
+        if (phase, index, c.id, i) not in skip
+    ]
 
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[tuple[str, int, str, int]]:

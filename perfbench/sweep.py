@@ -181,7 +181,7 @@ class Sweep:
             plan = replace(plan, load=Rate(per_second=level))
         else:
             plan = replace(plan, concurrency=int(level), load=None)
-        concurrency = int(level) if not self.plan.rates else 0  # open loop: no pool limit
+        concurrency = plan.connections()
         count = (self.plan.workers or auto_workers(plan)) if self.recipe else 1
         plan = replace(plan, workers=count)
         run_dir = path / f"level-{level:g}"

@@ -58,7 +58,7 @@ from perfbench.histogram import Histogram
 from perfbench.load import Adaptive
 from perfbench.load.adaptive import Aimd
 from perfbench.recorder import Recorder
-from perfbench.runner import Outcome, PassHook, Plan, Runner, split
+from perfbench.runner import Outcome, PassHook, Plan, Runner, split, todo
 from perfbench.sample import Phase, Sample
 from perfbench.stats import Summarizer
 from perfbench.store import SampleWriter
@@ -171,7 +171,6 @@ class Fleet:
         self.aimd = Aimd(plan.load) if isinstance(plan.load, Adaptive) else None
         self._limits: tuple[int, float] | None = None  # the last (limit, hold) sent
         self._limits_changed: anyio.Event | None = None
-        self.in_flight = 0
         self._stopped = False
         self._stop: anyio.Event | None = None  # made in run(): an Event needs the loop
         self._workers: list[_Worker] = []
@@ -383,9 +382,9 @@ class Fleet:
                 return
             key = (phase, index)
             if self.on_pass is not None and key not in self.skip_passes:
-                todo = len(self._todo(phase, index))
-                if todo:
-                    self.on_pass(phase, index, todo)
+                count = len(todo(self.suite, self.plan, self.skip, phase, index))
+                if count:
+                    self.on_pass(phase, index, count)
             start = time.monotonic() + 0.01  # every worker gets its go before this moment
             for w in self._workers:
                 await self._channel(w).send(("go", phase, index, start))
@@ -397,14 +396,6 @@ class Fleet:
 
     def _reported(self, key: tuple[str, int]) -> bool:
         return len(self._reports.get(key, ())) >= len(self._workers)
-
-    def _todo(self, phase: Phase, index: int) -> list[Any]:
-        return [
-            (c.id, i)
-            for c in self.suite.cases
-            for i in range(self.plan.repeat)
-            if (phase, index, c.id, i) not in self.skip
-        ]
 
     async def _finish(self) -> None:
         await self._wait(lambda: all(w.done is not None for w in self._workers))
