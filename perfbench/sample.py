@@ -86,7 +86,7 @@ class Sample:
     retries: int = 0
     throttled: int = 0  # 429 answers received (each retried or, at the end, the failure)
     retry_after: float | None = None  # what the last refusal asked to wait, in seconds
-    concurrency: int = 0
+    concurrency: int = 0  # tasks in flight at its start in its process (with --workers: its worker)
 
     @property
     def latency(self) -> float:
