@@ -202,7 +202,7 @@ class Fleet:
                 async with anyio.create_task_group() as tg:
                     for w in self._workers:
                         tg.start_soon(self._drain_stderr, w)
-                    await self._connect(listener, tg)
+                    await self._connect(listener)
                     for w in self._workers:
                         await self._channel(w).send(self._recipe(w.index, count, origin))
                     for w in self._workers:
@@ -270,7 +270,7 @@ class Fleet:
         async for chunk in w.process.stderr:
             w.stderr.append(chunk)
 
-    async def _connect(self, listener: anyio.abc.SocketListener, tg: anyio.abc.TaskGroup) -> None:
+    async def _connect(self, listener: anyio.abc.SocketListener) -> None:
         """Accept every worker's connection (each says which it is), or say why one failed."""
         waiting = {w.index for w in self._workers}
         with anyio.move_on_after(START_TIMEOUT_S) as scope:

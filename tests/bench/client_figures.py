@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,74 +61,66 @@ def perfbench_run(
     return result.summary
 
 
-async def raw_short(url: str, in_flight: int, total: int) -> float:
-    """Requests/s of a minimal aiohttp client: post, read the body, nothing else."""
-    body = orjson.dumps({**BODY, "stream": False})
+Handle = Callable[[aiohttp.ClientResponse, float], Awaitable[None]]
+
+
+async def raw_client(url: str, in_flight: int, total: int, stream: bool, handle: Handle) -> float:
+    """A minimal aiohttp client: ``in_flight`` loops posting the same request, ``total`` in
+    all, each response given to ``handle`` with the moment its request started; returns the
+    seconds it took."""
+    body = orjson.dumps({**BODY, "stream": stream})
     headers = {"content-type": "application/json"}
     left = total
     connector = aiohttp.TCPConnector(limit=in_flight)
     async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def worker() -> None:
-            nonlocal left
-            while left > 0:
-                left -= 1
-                async with session.post(url + "/v1/chat/completions", data=body,
-                                        headers=headers) as r:  # fmt: skip
-                    await r.read()
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-        return total / (time.perf_counter() - start)
-
-
-async def raw_stream(url: str, in_flight: int, total: int, tokens: int) -> float:
-    """Streamed tokens/s of a minimal aiohttp client reading whole streams."""
-    body = orjson.dumps({**BODY, "stream": True})
-    headers = {"content-type": "application/json"}
-    left = total
-    connector = aiohttp.TCPConnector(limit=in_flight)
-    async with aiohttp.ClientSession(connector=connector) as session:
-
-        async def worker() -> None:
-            nonlocal left
-            while left > 0:
-                left -= 1
-                async with session.post(url + "/v1/chat/completions", data=body,
-                                        headers=headers) as r:  # fmt: skip
-                    async for _ in r.content.iter_any():
-                        pass
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-        return total * tokens / (time.perf_counter() - start)
-
-
-async def raw_ttft(url: str, in_flight: int, total: int, nominal: float) -> list[float]:
-    """The same TTFT error seen by a minimal aiohttp client: from just before the request to
-    the first chunk carrying content, minus the profile's TTFT (its reference beside ours)."""
-    body = orjson.dumps({**BODY, "stream": True})
-    headers = {"content-type": "application/json"}
-    errors: list[float] = []
-    left = total
-    connector = aiohttp.TCPConnector(limit=in_flight)
-    async with aiohttp.ClientSession(connector=connector) as session:
-
-        async def worker() -> None:
+        async def loop() -> None:
             nonlocal left
             while left > 0:
                 left -= 1
                 start = time.monotonic()
                 async with session.post(url + "/v1/chat/completions", data=body,
-                                        headers=headers) as r:  # fmt: skip
-                    first = None
-                    async for chunk in r.content.iter_any():
-                        if first is None and b'"content":"' in chunk.replace(b'"content":""', b""):
-                            first = time.monotonic()
-                if first is not None:
-                    errors.append(first - start - nominal)
+                                        headers=headers) as response:  # fmt: skip
+                    await handle(response, start)
 
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        began = time.perf_counter()
+        await asyncio.gather(*(loop() for _ in range(in_flight)))
+        return time.perf_counter() - began
+
+
+async def raw_short(url: str, in_flight: int, total: int) -> float:
+    """Requests/s: post, read the body, nothing else."""
+
+    async def read(response: aiohttp.ClientResponse, start: float) -> None:
+        await response.read()
+
+    return total / await raw_client(url, in_flight, total, False, read)
+
+
+async def raw_stream(url: str, in_flight: int, total: int, tokens: int) -> float:
+    """Streamed tokens/s, reading whole streams without parsing them."""
+
+    async def drain(response: aiohttp.ClientResponse, start: float) -> None:
+        async for _ in response.content.iter_any():
+            pass
+
+    return total * tokens / await raw_client(url, in_flight, total, True, drain)
+
+
+async def raw_ttft(url: str, in_flight: int, total: int, nominal: float) -> list[float]:
+    """The TTFT error a minimal client sees: from just before the request to the first chunk
+    carrying content, minus the profile's TTFT (the reference beside perfbench's)."""
+    errors: list[float] = []
+
+    async def first_token(response: aiohttp.ClientResponse, start: float) -> None:
+        first = None
+        async for chunk in response.content.iter_any():
+            if first is None and b'"content":"' in chunk.replace(b'"content":""', b""):
+                first = time.monotonic()
+        if first is not None:
+            errors.append(first - start - nominal)
+
+    await raw_client(url, in_flight, total, True, first_token)
     return errors[in_flight:]  # the first wave opened the connections: perfbench's warmup
 
 
