@@ -40,13 +40,16 @@ def test_show_without_a_calibration_says_how_to_make_one(tmp_path: Path) -> None
     assert proc.returncode == 3 and "run perfbench calibrate" in " ".join(proc.stderr.split())
 
 
-def test_a_run_near_the_calibrated_ceiling_warns_and_strict_exits_7(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A ceiling far below what any run reaches: every HTTP run is "near" it.
+@pytest.fixture
+def tiny_ceiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An HTTP ceiling far below what any run reaches: every HTTP run is "near" it."""
     monkeypatch.setenv("PERFBENCH_CALIBRATION", str(tmp_path / "calibration.json"))
     calibration.save("http", {"calls_per_s": 1.0, "cpu_ms_per_call": 1.0,
                               "stream_tokens_per_s": 10.0})  # fmt: skip
+
+
+@pytest.mark.usefixtures("tiny_ceiling")
+def test_a_run_near_the_calibrated_ceiling_warns_and_strict_exits_7(tmp_path: Path) -> None:
     args = ["run", str(CASES / "answer.yaml"), "-t", "mock+http:zero", "--runs", "1", "-q"]
     args += ["--out", str(tmp_path / "runs")]
     loose = subprocess.run(perfbench(*args), capture_output=True, text=True, timeout=120)
@@ -62,12 +65,8 @@ def test_a_run_near_the_calibrated_ceiling_warns_and_strict_exits_7(
     assert room["share"] > 1 and room["ceiling"]["calls_per_s"] == 1.0
 
 
-def test_an_in_process_run_is_not_compared_with_the_http_ceiling(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PERFBENCH_CALIBRATION", str(tmp_path / "calibration.json"))
-    calibration.save("http", {"calls_per_s": 1.0, "cpu_ms_per_call": 1.0,
-                              "stream_tokens_per_s": 10.0})  # fmt: skip
+@pytest.mark.usefixtures("tiny_ceiling")
+def test_an_in_process_run_is_not_compared_with_the_http_ceiling(tmp_path: Path) -> None:
     args = ["run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1", "-q"]
     proc = subprocess.run(
         perfbench(*args, "--out", str(tmp_path / "runs")), capture_output=True, text=True
