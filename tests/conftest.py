@@ -4,6 +4,7 @@ timeouts take no real time and latencies come out exact."""
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import subprocess
 import sys
@@ -66,12 +67,15 @@ def write_suite(path: Path, text: str) -> Path:
 
 
 @contextmanager
-def mock_process(profile: Path | str, *extra: str) -> Iterator[str]:
+def mock_process(profile: Path | str, *extra: str, cpus: set[int] | None = None) -> Iterator[str]:
     """`perfbench mock serve` in a child process (its own interpreter, so timing is not skewed
-    by sharing a GIL with the test); yields the base URL, always stops it."""
+    by sharing a GIL with the test); yields the base URL, always stops it. ``cpus`` pins the
+    server to those cores (benchmarks keep it off the client's core)."""
     cmd = [sys.executable, "-m", "perfbench", "mock", "serve", "--profile", str(profile), *extra]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
+            if cpus:
+                os.sched_setaffinity(proc.pid, cpus)
             assert proc.stdout is not None and proc.stderr is not None
             url = proc.stdout.readline().strip()
             assert url.startswith("http://127.0.0.1:"), proc.stderr.read()

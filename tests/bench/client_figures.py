@@ -1,6 +1,8 @@
 """The client's own ceiling and distortion, as issue 9 asks them (`make bench`; asserts nothing).
 
-The mock server runs in a child process (the other core); perfbench's worker is this process.
+The mock server runs in a child process pinned to core 1; perfbench's worker is this process,
+pinned to core 0 (as the issue's field figures were measured: one core each; `--no-pin` lets
+the scheduler place both).
 Prints, each measured in the same sitting as its reference:
 
 1. short non-streaming tasks/s at 64 in flight: one perfbench worker vs a minimal raw aiohttp
@@ -16,6 +18,7 @@ Usage: python tests/bench/client_figures.py [--quick] [--errors (3 only)]
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -42,6 +45,8 @@ LONG = "ttft_ms: 0\nitl_ms: 0\noutput_chars: 4000\n" + MODELS  # 1,000 tokens
 TIMED = "ttft_ms: 50\nitl_ms: 5\noutput_chars: 160\n" + MODELS  # 40 tokens
 HELD = "ttft_ms: 200\nitl_ms: 0\noutput_chars: 4\n" + MODELS
 CASE = "cases:\n  - {id: one, language: en, input: hello, timeout_s: 60}\n"
+CLIENT: set[int] = {0}
+SERVER: set[int] | None = {1}  # cores; SERVER is None when not pinned
 BODY = {"model": "mock", "messages": [{"role": "user", "content": "hello"}]}
 
 
@@ -143,7 +148,7 @@ def ceilings(folder: Path, quick: bool) -> None:
     (folder / "short.yaml").write_text(SHORT)
     (folder / "long.yaml").write_text(LONG)
     ours, raw = [], []
-    with mock_process(folder / "short.yaml") as url:
+    with mock_process(folder / "short.yaml", cpus=SERVER) as url:
         for _ in range(3):
             summary = perfbench_run(folder, "mock+http", 64, n, stream=False, url=url)
             ours.append(summary["runs"][0]["overall"]["throughput"])
@@ -156,7 +161,7 @@ def ceilings(folder: Path, quick: bool) -> None:
     )
     streams = 300 if quick else 1000
     ours, raw = [], []
-    with mock_process(folder / "long.yaml") as url:
+    with mock_process(folder / "long.yaml", cpus=SERVER) as url:
         for _ in range(3):
             summary = perfbench_run(folder, "mock+http", 16, streams, stream=True, url=url)
             ours.append(summary["runs"][0]["overall"]["output_tokens_per_s"])
@@ -211,7 +216,7 @@ def server_lateness(url: str) -> dict[str, float]:
 def errors(folder: Path, quick: bool) -> None:
     (folder / "timed.yaml").write_text(TIMED)
     (folder / "held.yaml").write_text(HELD)
-    with mock_process(folder / "timed.yaml", "--timings") as url:
+    with mock_process(folder / "timed.yaml", "--timings", cpus=SERVER) as url:
         perfbench_run(folder, "mock+http", 8, 200 if quick else 1000, stream=True, url=url)
         late = server_lateness(url)
         alone = client_only(url, samples(folder))
@@ -223,7 +228,7 @@ def errors(folder: Path, quick: bool) -> None:
         f"own write lateness P50 {late['p50_ms']:.2f} ms, P99 {late['p99_ms']:.2f} ms; {alone}; "
         f"{raw}"
     )
-    with mock_process(folder / "timed.yaml", "--timings") as url:
+    with mock_process(folder / "timed.yaml", "--timings", cpus=SERVER) as url:
         perfbench_run(folder, "mock+http", 64, 128 if quick else 640, stream=True, url=url)
         late = server_lateness(url)
         alone = client_only(url, samples(folder))
@@ -238,7 +243,7 @@ def errors(folder: Path, quick: bool) -> None:
         f"ms; the mock's own lateness P50 {late['p50_ms']:.2f} ms, P99 {late['p99_ms']:.2f} ms"
         f"; {alone}; {raw}"
     )
-    with mock_process(folder / "held.yaml", "--timings") as url:
+    with mock_process(folder / "held.yaml", "--timings", cpus=SERVER) as url:
         perfbench_run(folder, "mock+http", 256, 256 * (2 if quick else 4), stream=True, url=url)
         late = server_lateness(url)
         alone = client_only(url, samples(folder))
@@ -274,7 +279,13 @@ def workers(folder: Path, quick: bool) -> None:
 
 
 def main() -> None:
+    global SERVER
     quick = "--quick" in sys.argv
+    everything = os.sched_getaffinity(0)
+    if "--no-pin" in sys.argv or len(everything) < 2:
+        SERVER = None
+    else:
+        os.sched_setaffinity(0, CLIENT)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "case.yaml").write_text(CASE)
@@ -282,6 +293,7 @@ def main() -> None:
             ceilings(folder, quick)
         errors(folder, quick)
         if "--errors" not in sys.argv:
+            os.sched_setaffinity(0, everything)  # two workers need both cores
             workers(folder, quick)
 
 
