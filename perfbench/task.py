@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -141,20 +142,33 @@ class ModelCall:
     from ``sent()`` (the request leaving, after any wait for a pooled connection) when the
     client reports it, else from the step's start."""
 
-    __slots__ = ("_last", "_sent", "_step", "_task")
+    __slots__ = ("_at", "_last", "_sent", "_step", "_task")
 
     def __init__(self, task: Task, step: Step) -> None:
         self._task = task
         self._step = step
         self._last: float | None = None
         self._sent = step.start
+        self._at: float | None = None  # when the body's latest bytes arrived
 
     def sent(self) -> None:
         """The request is being written (a retry calls this again)."""
         self._sent = self._task.now()
         self._step.wait = self._sent - self._step.start
         self._last = None
+        self._at = None
         self._step.ttft = None
+
+    def arrived(self, at: float | None = None) -> None:
+        """Bytes of the body arrived: the tokens they carry are timed from that moment, however
+        long the client takes to get to them. ``at`` is when the transport saw them arrive, on
+        ``time.monotonic`` (used when the task measures on that clock), else it is now."""
+        task = self._task
+        now = task.now()
+        if at is not None and task.clock is time.monotonic:
+            # Never before the request left or the previous token: a gap is never negative.
+            now = min(now, max(at - task.t0, self._sent if self._last is None else self._last))
+        self._at = now
 
     def headers(self, status: int) -> None:
         """The response headers arrived."""
@@ -164,7 +178,7 @@ class ModelCall:
     def token(self, *, content: bool = True) -> None:
         """A chunk that carries at least one token arrived. ``content`` is False for tool-call or
         reasoning deltas: they count for TTFT and ITL but not for time to first output."""
-        now = self._task.now()
+        now = self._task.now() if self._at is None else self._at
         task = self._task
         if self._last is None:
             self._step.ttft = now - self._sent

@@ -3,7 +3,6 @@ replies read with per-token timing."""
 
 from __future__ import annotations
 
-from contextlib import aclosing
 from typing import Any
 
 import orjson
@@ -73,15 +72,17 @@ class AnthropicMessages:
         blocks: dict[int, ToolCall] = {}
         text: list[str] = []
         stopped = False
-        async with aclosing(sse.events(sse.lines(response.aiter_bytes()))) as events:
-            async for event in events:
-                doc = json_object(event.data)
-                kind = doc.get("type")
-                if kind == "error":
-                    message = str((doc.get("error") or {}).get("message"))
-                    raise ModelError("stream_error", message)
-                stopped |= kind == "message_stop"
-                _apply(kind, doc, reply, blocks, text, call)
+
+        def event(event: sse.Event) -> None:
+            nonlocal stopped
+            doc = json_object(event.data)
+            kind = doc.get("type")
+            if kind == "error":
+                raise ModelError("stream_error", str((doc.get("error") or {}).get("message")))
+            stopped |= kind == "message_stop"
+            _apply(kind, doc, reply, blocks, text, call)
+
+        await sse.read(response, call.arrived, event)
         if not stopped:
             raise ModelError("malformed_stream", "the stream ended before message_stop")
         reply.text = "".join(text)

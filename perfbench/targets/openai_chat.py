@@ -3,7 +3,6 @@ Qwen, GLM): requests, and streamed or whole replies read with per-token timing."
 
 from __future__ import annotations
 
-from contextlib import aclosing
 from typing import Any
 
 from perfbench.suite import Case
@@ -66,15 +65,18 @@ class OpenAIChat:
         calls: dict[int, ToolCall] = {}
         text: list[str] = []
         done = False
-        async with aclosing(sse.events(sse.lines(response.aiter_bytes()))) as events:
-            async for event in events:
-                if event.data == "[DONE]":
-                    done = True
-                    continue  # drain to the end: breaking out leaves httpx generators half-read
-                chunk = json_object(event.data)
-                if "error" in chunk:
-                    raise ModelError("stream_error", _error_message(chunk["error"]))
-                _apply(chunk, reply, calls, text, call)
+
+        def event(event: sse.Event) -> None:
+            nonlocal done
+            if event.data == "[DONE]":
+                done = True  # read on to the end: the connection goes back to the pool whole
+                return
+            chunk = json_object(event.data)
+            if "error" in chunk:
+                raise ModelError("stream_error", _error_message(chunk["error"]))
+            _apply(chunk, reply, calls, text, call)
+
+        await sse.read(response, call.arrived, event)
         if not done:
             raise ModelError("malformed_stream", "the stream ended before data: [DONE]")
         reply.text = "".join(text)

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import functools
 import math
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -165,10 +167,15 @@ class Pool:
 
 
 class _AiohttpResponse:
-    __slots__ = ("_response",)
+    __slots__ = ("_protocol", "_response", "arrived")
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
+        # When the bytes of the chunk last read arrived (time.monotonic), as the connection's
+        # protocol saw them: None when the connection is not one of ours.
+        self.arrived: float | None = None
+        protocol = getattr(response.connection, "protocol", None)
+        self._protocol: Any = protocol if hasattr(protocol, "watched") else None
 
     @property
     def status_code(self) -> int:
@@ -182,7 +189,22 @@ class _AiohttpResponse:
         return await self._response.read()
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
-        return self._response.content.iter_any()
+        if self._protocol is None:
+            return self._response.content.iter_any()
+        return self._stamped()
+
+    async def _stamped(self) -> AsyncIterator[bytes]:
+        protocol, content = self._protocol, self._response.content
+        # Body bytes that came before the watch (with the headers, or while this task waited
+        # for its turn) arrived at the latest with the last bytes the connection received.
+        protocol.arrived = protocol.last if content.total_bytes else None
+        protocol.watched = content
+        try:
+            while chunk := await content.readany():
+                self.arrived, protocol.arrived = protocol.arrived, None
+                yield chunk
+        finally:
+            protocol.watched = None
 
 
 def _on_asyncio() -> bool:
@@ -203,7 +225,7 @@ def _aiohttp_session(concurrency: int, headers: dict[str, str] | None) -> aiohtt
 
     trace = aiohttp.TraceConfig()
     trace.on_request_headers_sent.append(headers_sent)
-    connector = aiohttp.TCPConnector(
+    connector = _connector_class()(
         limit=concurrency,
         limit_per_host=concurrency,
         keepalive_timeout=60,  # 0: no limit
@@ -215,6 +237,48 @@ def _aiohttp_session(concurrency: int, headers: dict[str, str] | None) -> aiohtt
         auto_decompress=True,
         request_class=_request_class(),
     )
+
+
+def _connector_class() -> type[aiohttp.TCPConnector]:
+    """aiohttp's connector, making connections whose protocol notes when body bytes arrive.
+
+    The loop hands a connection its bytes as soon as the socket is readable, before any task
+    runs; the task reading them may run much later, behind every other task woken in the same
+    loop pass. At 64 streams in flight, a closed loop's tasks end and restart in waves, and a
+    first token read behind a wave was timed up to 24 ms late at P99 (``tests/bench/
+    client_figures.py --errors``). Timing tokens from the arrival instead leaves perfbench's
+    own processing out of TTFT and inter-token gaps; the task's end-to-end latency keeps it."""
+    import aiohttp
+    from aiohttp.client_proto import ResponseHandler
+
+    class StampingHandler(ResponseHandler):
+        last = 0.0  # when bytes last arrived, on time.monotonic
+        arrived: float | None = None  # when the first bytes not yet read arrived
+        watched: aiohttp.StreamReader | None = None  # the body being read
+
+        def data_received(self, data: bytes) -> None:
+            if not data:  # aiohttp resuming a paused read: nothing arrived
+                super().data_received(data)
+                return
+            now = self.last = time.monotonic()
+            body = self.watched
+            if body is None or self.arrived is not None:
+                super().data_received(data)
+                return
+            before = body.total_bytes
+            super().data_received(data)
+            if body.total_bytes != before:
+                self.arrived = now
+
+    class StampingConnector(aiohttp.TCPConnector):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            # The one seam aiohttp offers for the protocol class (private; a test fails if an
+            # aiohttp release renames it, and tokens are then timed when read, as before).
+            factory = functools.partial(StampingHandler, loop=self._loop)
+            self._factory = cast("functools.partial[ResponseHandler]", factory)
+
+    return StampingConnector
 
 
 def _request_class() -> type[aiohttp.ClientRequest]:

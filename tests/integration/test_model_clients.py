@@ -476,7 +476,7 @@ async def test_bad_chunk_mid_stream_fails_the_sample(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="receive() now closes sse.events with aclosing(), but httpx's own nested async "
+    reason="sse.read closes the body's iterator (aclose), but httpx's own nested async "
     "generators (aiter_lines → aiter_text → aiter_bytes → aiter_raw → stream) stay suspended "
     "when a stream is abandoned mid-body; trio warns when it collects them. asyncio "
     "finalizes them quietly. Needs reading below httpx's generators to fix.",

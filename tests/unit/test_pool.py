@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -119,3 +120,70 @@ def test_started_can_be_cancelled_while_suspended() -> None:
         assert log == ["before"] and fut.cancelled()
 
     asyncio.run(main())
+
+
+HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 20\r\n\r\n"
+
+
+def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them() -> None:
+    """Two streams get their first bytes in the same loop pass; the task that runs first then
+    holds the loop for 1 s. The other stream's bytes still carry their arrival time: the
+    client's own delay is not the server's latency."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    both_asked = threading.Barrier(3)
+    go = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while b"\r\n\r\n" not in conn.recv(65536):
+                pass
+            conn.sendall(HEADERS)
+            both_asked.wait(5)
+            go.wait(5)
+            conn.sendall(b"data: token\n\n" + b"data: x\n\n"[:7])
+
+    servers = [threading.Thread(target=serve, daemon=True) for _ in range(2)]
+    for thread in servers:
+        thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
+    stamps: list[tuple[float, float]] = []  # (arrived, read)
+
+    async def stream(pool: Pool) -> None:
+        async with pool.post(url, b"{}", {}, 10.0, lambda: None) as response:
+            chunks = response.aiter_bytes()
+            async for _ in chunks:
+                now = time.monotonic()  # without a stamp, a token is timed when read
+                stamps.append((getattr(response, "arrived", None) or now, now))
+                time.sleep(1.0)  # noqa: ASYNC251 (a busy client: every other task waits)
+                break
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def main() -> None:
+        pool = Pool(2)
+
+        def release() -> None:
+            # Hold the loop while both servers send, so one pass hands both streams their bytes.
+            both_asked.wait(5)
+            go.set()
+            time.sleep(0.2)
+
+        async def hold() -> None:
+            await asyncio.sleep(0.2)  # both requests are out and their headers read
+            release()
+
+        try:
+            await asyncio.gather(stream(pool), stream(pool), hold())
+        finally:
+            await pool.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        listener.close()
+    (arrived_a, read_a), (arrived_b, read_b) = sorted(stamps, key=lambda s: s[1])
+    assert read_b - read_a >= 1.0  # the second stream was read after the first's hold
+    assert abs(arrived_b - arrived_a) < 0.5  # but both were timed at their (shared) arrival
+    assert arrived_a <= read_a and arrived_b <= read_b - 1.0

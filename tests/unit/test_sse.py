@@ -1,53 +1,106 @@
-"""Line splitting of SSE bodies (``sse.lines``), for any chunking the network produces."""
+"""The SSE parser (``sse.Parser``, ``sse.read``), for any chunking the network produces."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import pytest
 
 from perfbench.targets import sse
+from perfbench.targets.sse import Event
 
 pytestmark = pytest.mark.anyio
 
-BODY = 'data: {"a": "é"}\n\n: comment\ndata: x\ndata: y\n\ndata: [DONE]\n\n'
-LINES = ['data: {"a": "é"}', "", ": comment", "data: x", "data: y", "", "data: [DONE]", ""]
+BODY = 'data: {"a": "é"}\n\n: comment\ndata: x\ndata: y\n\nevent: ping\ndata:z\n\ndata: [DONE]\n\n'
+EVENTS = [
+    Event("message", '{"a": "é"}'),
+    Event("message", "x\ny"),
+    Event("ping", "z"),
+    Event("message", "[DONE]"),
+]
 
 
-async def _chunks(parts: list[bytes]) -> AsyncIterator[bytes]:
-    for part in parts:
-        yield part
-
-
-async def _lines(parts: list[bytes]) -> list[str]:
-    return [line async for line in sse.lines(_chunks(parts))]
+def parse(parts: list[bytes]) -> list[Event]:
+    parser = sse.Parser()
+    events = [event for part in parts for event in parser.feed(part)]
+    return events + parser.close()
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])
-async def test_every_chunking_and_line_ending_gives_the_same_lines(newline: str, size: int) -> None:
+def test_every_chunking_and_line_ending_gives_the_same_events(newline: str, size: int) -> None:
     body = BODY.replace("\n", newline).encode()
     parts = [body[i : i + size] for i in range(0, len(body), size)]  # splits é and CRLF too
-    assert await _lines(parts) == LINES
+    assert parse(parts) == EVENTS
 
 
-async def test_a_line_is_given_as_soon_as_its_cr_arrives() -> None:
-    """A CR-only server's line must not wait for the next chunk (it may be seconds away)."""
-    got: list[str] = []
-
-    async def chunks() -> AsyncIterator[bytes]:
-        yield b"data: 1\r"
-        assert got == ["data: 1"]  # read before the next chunk is asked for
-        yield b"\ndata: 2\r\r"
-
-    async for line in sse.lines(chunks()):
-        got.append(line)
-    assert got == ["data: 1", "data: 2", ""]
+def test_an_event_is_given_by_the_chunk_that_completes_it() -> None:
+    parser = sse.Parser()
+    assert parser.feed(b"data: 1\n") == []
+    assert parser.feed(b"\ndata: 2") == [Event("message", "1")]
+    assert parser.feed(b"\n\n") == [Event("message", "2")]
 
 
-async def test_an_unterminated_last_line_is_kept() -> None:
-    assert await _lines([b"data: a\ndata: b"]) == ["data: a", "data: b"]
+def test_a_line_ends_as_soon_as_its_cr_arrives() -> None:
+    """A CR-only server's event must not wait for the next chunk (it may be seconds away)."""
+    parser = sse.Parser()
+    assert parser.feed(b"data: 1\r") == []
+    assert parser.feed(b"\r") == [Event("message", "1")]  # a second CR: the blank line
 
 
-async def test_empty_chunks_change_nothing() -> None:
-    assert await _lines([b"", b"a\r", b"", b"\nb\n", b""]) == ["a", "b"]
+def test_a_lf_after_a_chunk_ending_in_cr_completes_a_crlf_not_a_blank_line() -> None:
+    parser = sse.Parser()
+    assert parser.feed(b"data: 1\r") == []
+    assert parser.feed(b"\n") == []
+    assert parser.feed(b"\r\n") == [Event("message", "1")]
+
+
+def test_an_event_open_at_the_end_is_dispatched() -> None:
+    assert parse([b"data: a\ndata: b"]) == [Event("message", "a\nb")]
+
+
+def test_empty_chunks_change_nothing() -> None:
+    assert parse([b"", b"data: a\r", b"", b"\ndata: b\n", b"", b"\n"]) == [Event("message", "a\nb")]
+
+
+class _Body:
+    """A response whose chunks are given one by one, recording what the reader did."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts, self.log, self.closed = parts, list[str](), False
+
+    @property
+    def status_code(self) -> int:
+        return 200
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return {"content-type": "text/event-stream"}
+
+    async def aread(self) -> bytes:
+        return b"".join(self.parts)
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        try:
+            for part in self.parts:
+                self.log.append("chunk")
+                yield part
+        finally:
+            self.closed = True
+
+
+async def test_read_marks_each_chunk_before_its_events() -> None:
+    body = _Body([b"data: 1\n\ndata: 2\n\n", b"", b"data: 3\n\n"])
+    await sse.read(body, lambda at: body.log.append("arrived"), lambda e: body.log.append(e.data))
+    assert body.log == ["chunk", "arrived", "1", "2", "chunk", "chunk", "arrived", "3"]
+
+
+async def test_read_closes_the_body_when_an_event_is_rejected() -> None:
+    body = _Body([b"data: bad\n\n", b"data: never read\n\n"])
+
+    def reject(event: Event) -> None:
+        raise ValueError(event.data)
+
+    with pytest.raises(ValueError, match="bad"):
+        await sse.read(body, lambda at: None, reject)
+    assert body.closed and body.log == ["chunk"]
