@@ -61,6 +61,15 @@ def perfbench(*args: str) -> list[str]:
     return [sys.executable, "-m", "perfbench", *args]
 
 
+def cli(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `perfbench *args` in a child process to its end (bounded), output captured."""
+    return subprocess.run(
+        perfbench(*args), capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
 def write_suite(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path

@@ -28,7 +28,7 @@ class Parser:
 
     def __init__(self) -> None:
         self._pending = b""  # an unterminated line, waiting for its end
-        self._after_cr = False  # the last chunk ended in CR: a LF starting the next one is its
+        self._after_cr = False  # the last chunk ended in CR: a LF opening the next one ends it
         self._name = ""
         self._data: list[str] = []
 
@@ -66,9 +66,7 @@ class Parser:
         if self._pending:
             self._line(self._pending.decode("utf-8", "replace"), out)
             self._pending = b""
-        if self._data:
-            out.append(Event(self._name or "message", "\n".join(self._data)))
-            self._name, self._data = "", []
+        self._line("", out)  # the end of the body dispatches, as a blank line would
         return out
 
     def _line(self, line: str, out: list[Event]) -> None:

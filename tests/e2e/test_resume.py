@@ -14,7 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfbench.cli import app
-from tests.conftest import CASES, perfbench
+from tests.conftest import CASES, cli, perfbench
 
 PROFILE = """
 name: quick
@@ -62,12 +62,7 @@ def test_twenty_kill_9s_then_resume_runs_every_task_exactly_once(tmp_path: Path)
         kills += 1
         readable(run_dir, out, tmp_path / f"report-{kills}")
     assert run_dir is not None
-    done = subprocess.run(
-        perfbench("run", "--resume", str(run_dir), "-q"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli("run", "--resume", str(run_dir), "-q")
     assert done.returncode == 0, done.stderr
     keys = [
         (d["phase"], d["run"], d["case"], d["iteration"])
@@ -106,9 +101,7 @@ def test_resume_refuses_a_changed_suite(tmp_path: Path) -> None:
     meta["status"] = "interrupted"
     (run_dir / "meta.json").write_text(json.dumps(meta))
     cases.write_text(cases.read_text().replace("Answer briefly.", "Answer at length."))
-    done = subprocess.run(
-        perfbench("run", "--resume", str(run_dir)), capture_output=True, text=True, timeout=60
-    )
+    done = cli("run", "--resume", str(run_dir), timeout=60)
     assert done.returncode == 3 and "another version of the suite" in done.stderr
 
 
@@ -132,9 +125,7 @@ def test_open_loop_resume_keeps_whole_passes_and_measures_a_cut_one_again(tmp_pa
     before = [json.loads(ln) for ln in (run_dir / "samples.jsonl").read_text().splitlines() if ln]
     first_pass = [d for d in before if d["run"] == 0]
     assert len(first_pass) == 20  # 40/s × 0.5 s, finished before the kill
-    done = subprocess.run(
-        perfbench("run", "--resume", str(run_dir), "-q"), capture_output=True, text=True, timeout=60
-    )
+    done = cli("run", "--resume", str(run_dir), "-q", timeout=60)
     assert done.returncode == 0, done.stderr
     after = [json.loads(ln) for ln in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert [d for d in after if d["run"] == 0] == first_pass  # kept, not measured again

@@ -18,7 +18,7 @@ import pytest
 from perfbench import store
 from perfbench.stats import summarize
 from perfbench.suite import load_suite
-from tests.conftest import CASES, perfbench
+from tests.conftest import CASES, cli, perfbench
 
 PACED = """
 name: paced
@@ -34,12 +34,7 @@ def _run(
     tmp: Path, *args: str, timeout: float = 120
 ) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = tmp / "runs"
-    proc = subprocess.run(
-        perfbench("run", str(CASES), "--out", str(out), "-q", *args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    proc = cli("run", str(CASES), "--out", str(out), "-q", *args, timeout=timeout)
     dirs = sorted(out.iterdir()) if out.exists() else []
     return (dirs[-1] if dirs else out), proc
 
@@ -136,10 +131,9 @@ def test_adaptive_load_over_workers_follows_one_limit(tmp_path: Path, workers: s
     suite = tmp_path / "s.yaml"
     suite.write_text("cases:\n  - {id: c, language: en, input: hi}\n")
     out = tmp_path / "runs"
-    cmd = perfbench("run", str(suite), "-t", f"mock+http:{profile}", "--adaptive", "--workers")
-    cmd += [workers, "--max-concurrency", "64", "--repeat", "240", "--runs", "1", "--warmup", "0"]
-    cmd += ["--out", str(out), "-q"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    args = ["run", str(suite), "-t", f"mock+http:{profile}", "--adaptive", "--workers", workers]
+    args += ["--max-concurrency", "64", "--repeat", "240", "--runs", "1", "--warmup", "0"]
+    proc = cli(*args, "--out", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     [run_dir] = list(out.iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -207,12 +201,7 @@ def test_ctrl_c_stops_every_worker_and_the_run_resumes(tmp_path: Path) -> None:
     before = [s for s in store.read_samples(run_dir) if s.status != "cancelled"]
     assert before
 
-    resumed = subprocess.run(
-        perfbench("run", "--resume", str(run_dir), "-q"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    resumed = cli("run", "--resume", str(run_dir), "-q")
     assert resumed.returncode == 0, resumed.stderr
     keys = Counter(s.key for s in store.read_samples(run_dir))
     assert len(keys) == 16 * 31 and set(keys.values()) == {1}
@@ -247,9 +236,8 @@ def test_a_worker_that_dies_fails_the_run_with_its_reason(tmp_path: Path) -> Non
 
 def test_a_sweep_runs_each_level_in_the_workers_asked_for(tmp_path: Path) -> None:
     out = tmp_path / "runs"
-    cmd = perfbench("sweep", str(CASES / "answer.yaml"), "-t", "mock:zero", "-c", "2,4")
-    cmd += ["--runs", "1", "--workers", "2", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = cli("sweep", str(CASES / "answer.yaml"), "-t", "mock:zero", "-c", "2,4",
+               "--runs", "1", "--workers", "2", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     [sweep_dir] = list(out.iterdir())
     for level in ("level-2", "level-4"):
@@ -282,10 +270,9 @@ def test_an_open_loop_never_waits_on_the_clients_connection_pool(
     suite = tmp_path / "s.yaml"
     suite.write_text("cases:\n  - {id: c, language: en, input: hi}\n")
     out = tmp_path / "runs"
-    cmd = perfbench("run", str(suite), "-t", f"mock+http:{profile}", "--rate", "40")
-    cmd += ["--duration", "1", "--runs", "1", "--warmup", "0", "--workers", workers]
-    proc = subprocess.run([*cmd, "--out", str(out), "-q"], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    args = ["run", str(suite), "-t", f"mock+http:{profile}", "--rate", "40", "--duration", "1"]
+    args += ["--runs", "1", "--warmup", "0", "--workers", workers]
+    proc = cli(*args, "--out", str(out), "-q")
     assert proc.returncode == 0, proc.stderr
     [run_dir] = list(out.iterdir())
     done = list(store.read_samples(run_dir))
