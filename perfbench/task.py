@@ -199,7 +199,9 @@ class ModelCall:
     def finish(
         self, *, tokens_in: int | None, tokens_out: int | None, status: Status = "ok"
     ) -> None:
-        self._step.duration = self._task.now() - self._step.start
+        """The call ended: when its last bytes arrived (``arrived``), else now."""
+        end = self._task.now() if self._at is None or status != "ok" else self._at
+        self._step.duration = end - self._step.start
         if self._task._open is self._step:
             self._task._open = None
         self._step.tokens_in = tokens_in

@@ -72,8 +72,10 @@ class ModelAgent:
             except ModelError as err:
                 status: Status = "rate_limited" if err.kind == "rate_limited" else "error"
                 return task.sample(status, error_kind=err.kind, error=err.message)
-            if not reply.tool_calls:
-                return task.sample("ok", expect_ok=_matches(case, called, reply.text))
+            if not reply.tool_calls:  # the task ended when its final answer arrived
+                last = task.steps[-1]
+                end = last.start + last.duration
+                return task.sample("ok", expect_ok=_matches(case, called, reply.text), end=end)
             results = [(call, await self._run_tool(task, call)) for call in reply.tool_calls]
             called += [call.name for call in reply.tool_calls]
             self.api.extend(messages, reply, results)
@@ -161,7 +163,9 @@ class ModelAgent:
                 if response.status_code >= 400:
                     text = (await response.aread())[:300].decode(errors="replace")
                     return response.status_code, None, {**response.headers, "x-body": text}
-                return response.status_code, await self.api.receive(response, call, self.stream), {}
+                reply = await self.api.receive(response, call, self.stream)
+                call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
+                return response.status_code, reply, {}
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
             raise ModelError("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
 

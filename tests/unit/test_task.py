@@ -66,3 +66,22 @@ def test_a_stamp_is_ignored_when_the_task_measures_on_another_clock() -> None:
     call.arrived(time.monotonic())  # another timebase: meaningless here
     call.token()
     assert t.steps[0].ttft == pytest.approx(0.25)
+
+
+def test_a_call_ends_when_its_last_bytes_arrived_and_a_failed_one_when_it_failed() -> None:
+    clock = Ticks()
+    t = task(clock)
+    call = t.model_call("m")
+    call.sent()
+    clock.now = 100.5
+    call.arrived()  # the reply's last bytes
+    clock.now = 100.7  # tokenizing, bookkeeping: not the model's time
+    call.finish(tokens_in=1, tokens_out=1)
+    assert t.steps[0].duration == pytest.approx(0.5)
+
+    failed = t.model_call("m")
+    failed.sent()
+    failed.arrived()
+    clock.now = 101.0
+    failed.finish(tokens_in=None, tokens_out=None, status="error")
+    assert t.steps[1].duration == pytest.approx(0.3)  # from 100.7 to the failure
