@@ -14,6 +14,7 @@ SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
 LAG_WARN_S = 0.005  # event-loop lag at P99 above which latencies include the client's delay
 CPU_WARN = 0.9  # share of one core the client used
+WAIT_WARN_S = 0.005  # a model call's wait for its request to go out, at P95
 
 
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
@@ -34,7 +35,20 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes.extend(_spread(summary))
     notes.extend(_first_run(runs))
     notes.extend(_client(summary.get("client")))
+    notes.extend(_wait(summary["pooled"]["overall"]))
     return notes
+
+
+def _wait(overall: Mapping[str, Any]) -> Iterable[str]:
+    """Model calls that sat in the client before their request went out."""
+    p95 = (overall.get("wait") or {}).get("p95")
+    if p95 is not None and p95 > WAIT_WARN_S:
+        yield (
+            f"Model calls waited {p95 * 1e3:.1f} ms at P95 before their request went out (for a "
+            "free connection in the client's pool, or a new connection's handshake). TTFT "
+            "counts from the request going out, but latency includes the wait: raise "
+            "--max-in-flight if it capped the connections, or check the target's connect time."
+        )
 
 
 def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:

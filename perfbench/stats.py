@@ -36,6 +36,9 @@ class _Group:
     ttft: Histogram = field(default_factory=Histogram)
     latency_intended: Histogram = field(default_factory=Histogram)  # open loop: from schedule
     lag: Histogram = field(default_factory=Histogram)  # open loop: start − scheduled start
+    # Per model call: from its start to its request going out (a free pooled connection, a
+    # new connection's handshake). Near zero unless the client's pool or connecting held it.
+    wait: Histogram = field(default_factory=Histogram)
     late: int = 0
     throttled: int = 0
     retries: int = 0
@@ -98,6 +101,9 @@ class _Group:
         self.tool_calls += s.tool_calls
         self.expect_mismatch += s.expect_ok is False
         self.input_chars += s.input_chars
+        for st in s.steps:
+            if st.wait is not None:  # model calls only: a tool call has no request
+                self.wait.add(st.wait)
         # The tokenizer effect shows in the first call's input, before any tool results.
         first = next((st.tokens_in for st in s.steps if st.kind == "model"), None)
         if first is not None:
@@ -118,6 +124,7 @@ class _Group:
         self.ttft.merge(other.ttft)
         self.latency_intended.merge(other.latency_intended)
         self.lag.merge(other.lag)
+        self.wait.merge(other.wait)
         self.late += other.late
         self.throttled += other.throttled
         self.retries += other.retries
@@ -158,6 +165,7 @@ class _Group:
             "ttft": self.ttft.summary(),
             "latency_intended": self.latency_intended.summary(),
             "schedule_lag": self.lag.summary(),
+            "wait": self.wait.summary(),
             "late": self.late,
             "throttled": self.throttled,
             "throttle_rate": self.throttled / tasks if tasks else None,

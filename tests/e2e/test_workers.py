@@ -281,3 +281,5 @@ def test_an_open_loop_never_waits_on_the_clients_connection_pool(
     # One connection made the median wait 5.8 s; bounds far from both, for a loaded machine.
     assert waits[len(waits) // 2] < 1.0
     assert sorted(s.latency for s in done)[20] < 1.5
+    reported = json.loads((run_dir / "summary.json").read_text())["runs"][0]["overall"]["wait"]
+    assert reported["n"] == 40 and reported["p50"] < 1.0  # what summary.json says of it
