@@ -332,6 +332,7 @@ def run(
             )
         progress.planned = session.planned_tasks()
         progress.limit = lambda: session.runner.aimd.limit if session.runner.aimd else None
+        progress.in_flight = session.runner.tasks_in_flight
         try:
             result = anyio.run(_run_with_sigint, session, backend_options=host.loop_options())
         except BaseException:

@@ -61,8 +61,12 @@ class Progress:
         every: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         limit: Callable[[], float | None] = lambda: None,
+        in_flight: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.sinks, self.every, self.clock, self.limit = sinks, every, clock, limit
+        # Tasks in flight now, from the runner (with workers: all of them); None: the latest
+        # sample's count, which is one process's.
+        self.in_flight = in_flight
         self.planned: int | None = None
         self.counts = dict.fromkeys(STATUSES, 0)
         self.done = 0
@@ -116,6 +120,10 @@ class Progress:
         for sink in self.sinks:
             sink.finished(status, exit_code, run_dir, snap)
 
+    def _concurrency(self) -> int:
+        live = self.in_flight()
+        return self.concurrency if live is None else live
+
     def snapshot(self) -> Snapshot:
         elapsed = self.clock() - self.t0
         rate = self.done / elapsed if elapsed > 0 else None
@@ -130,7 +138,7 @@ class Progress:
             "errors": self.counts["error"] + self.counts["timeout"],
             "rate_limited": self.counts["rate_limited"],
             "tasks_per_s": rate,
-            "concurrency": self.concurrency,
+            "concurrency": self._concurrency(),
             "limit": self.limit(),
             "p50_s": pcts.get(50.0),
             "p95_s": pcts.get(95.0),

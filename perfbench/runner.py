@@ -142,6 +142,10 @@ class Runner:
         self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
 
+    def tasks_in_flight(self) -> int:
+        """Tasks running now (the live view's "in flight")."""
+        return self.in_flight
+
     def client_summary(self) -> dict[str, Any] | None:
         """How hard the client worked (loop lag, CPU): summary.json's ``client``."""
         return self.monitor.summary() if self.monitor is not None else None

@@ -203,6 +203,7 @@ class Sweep:
             )
             if watch is not None:
                 watch.planned = session.planned_tasks()
+                watch.in_flight = session.runner.tasks_in_flight
             try:
                 result = await session.run()
             finally:

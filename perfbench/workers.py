@@ -179,6 +179,7 @@ class Fleet:
         # Lines are decoded back into Samples only for observers (the live view, --json) and
         # the AIMD controller.
         self._decode = bool(recorder.observers) or self.aimd is not None
+        self._in_flight: dict[int, int] = {}  # worker → its latest sample's concurrency
 
     def stop(self) -> None:
         self._stopped = True
@@ -214,6 +215,11 @@ class Fleet:
                     await self._finish()
                     tg.cancel_scope.cancel()
         return Outcome(self._stopped, origin, time.monotonic())
+
+    def tasks_in_flight(self) -> int:
+        """Tasks running in all workers, as their latest samples said (each sample carries its
+        own worker's count)."""
+        return sum(self._in_flight.values())
 
     def client_summary(self) -> dict[str, Any] | None:
         """The workers' loop lag (merged) and CPU (the busiest worker's share of a core)."""
@@ -322,7 +328,7 @@ class Fleet:
                 raise WorkerError(f"worker {w.index} died (exit code {code}): {w.tail()}") from None
             kind = message[0]
             if kind == "samples":
-                self._samples(message[1], message[2])
+                self._samples(message[1], message[2], w.index)
             elif kind == "pass":
                 self._reports.setdefault((message[1], message[2]), []).append(message[3])
                 if self._arrived is not None:
@@ -336,7 +342,7 @@ class Fleet:
             elif kind == "error":
                 raise WorkerError(f"worker {w.index}: {message[1]}")
 
-    def _samples(self, lines: bytes, n: int) -> None:
+    def _samples(self, lines: bytes, n: int, index: int) -> None:
         if isinstance(self.recorder.writer, SampleWriter):
             self.recorder.writer.write_lines(lines)
         self.recorder.recorded += n
@@ -344,6 +350,7 @@ class Fleet:
             return
         for line in lines.splitlines():
             sample = Sample.from_json(orjson.loads(line))
+            self._in_flight[index] = sample.concurrency
             for observe in self.recorder.observers:
                 observe(sample)
             if self.aimd is not None and sample.status != "cancelled":

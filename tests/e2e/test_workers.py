@@ -283,3 +283,15 @@ def test_an_open_loop_never_waits_on_the_clients_connection_pool(
     assert sorted(s.latency for s in done)[20] < 1.5
     reported = json.loads((run_dir / "summary.json").read_text())["runs"][0]["overall"]["wait"]
     assert reported["n"] == 40 and reported["p50"] < 1.0  # what summary.json says of it
+
+
+def test_the_live_count_in_flight_covers_every_worker(tmp_path: Path) -> None:
+    """Each sample carries its own worker's count (4 of the 8 here); the progress events must
+    show the whole run's."""
+    args = ["run", str(CASES / "answer.yaml"), "-t", f"mock:{_profile(tmp_path)}", "-c", "8"]
+    args += ["--workers", "2", "--runs", "1", "--warmup", "0", "--repeat", "150", "--json"]
+    proc = cli(*args, "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    ticks = [e["concurrency"] for e in events if e["event"] == "progress"][:-1]  # not the end's
+    assert ticks and max(ticks) > 4

@@ -92,3 +92,12 @@ def test_plain_view_prints_lines_at_intervals_and_no_escape_codes() -> None:
     lines = text.splitlines()
     assert lines[0] == "warmup: 4 tasks"
     assert len([ln for ln in lines if "tasks" in ln and "/s" in ln]) == 3
+
+
+def test_in_flight_comes_from_the_runner_when_it_knows() -> None:
+    clock = FakeClock()
+    progress = Progress([], clock=clock)
+    progress.sample(sample("ok", 0.1))  # a sample's own count: 3, one process's
+    assert progress.snapshot()["concurrency"] == 3
+    progress.in_flight = lambda: 8  # the runner's (with workers: every worker's) count now
+    assert progress.snapshot()["concurrency"] == 8
