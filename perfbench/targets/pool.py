@@ -112,8 +112,8 @@ class Pool:
             self._timeouts[read_timeout] = timeout
         token = on_sent.set(sent)
         try:
-            async with self._session.post(
-                url, data=content, headers=headers, timeout=timeout
+            async with self._session.post(  # no redirects, as on httpx: they would add latency
+                url, data=content, headers=headers, timeout=timeout, allow_redirects=False
             ) as response:
                 yield _AiohttpResponse(response)
         except aiohttp.ClientConnectorError as exc:

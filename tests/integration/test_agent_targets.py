@@ -288,7 +288,7 @@ async def test_connect_error(
     respx_mock.post(URL).mock(side_effect=httpx.ConnectError("[Errno 111] Connection refused"))
     s = await measure(agent, suite_of(tmp_path))
     assert (s.status, s.error_kind, s.http_status) == ("error", "connect_error", None)
-    assert s.error == "ConnectError: [Errno 111] Connection refused"
+    assert s.error == f"cannot connect to {URL}: [Errno 111] Connection refused"
     assert s.steps[0].status == "error"
 
 
