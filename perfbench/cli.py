@@ -1089,6 +1089,14 @@ def mock_serve(
             "(GET URL/stats/timings), to separate the server's own lateness from a client's."
         ),
     ] = False,
+    precise: Annotated[
+        bool,
+        typer.Option(
+            help="Write each reply and token within microseconds of its due time, not up to "
+            "1 ms late (timers count whole milliseconds), by busy-waiting the last 1.5 ms: "
+            "costs the server a core under load. For measuring a client's own error."
+        ),
+    ] = False,
 ) -> None:
     """Serve the mock until stopped (Ctrl-C). Prints the base URL on its first line.
 
@@ -1100,7 +1108,7 @@ def mock_serve(
 
     with _errors():
         loaded = load_profile(profile)
-    server = MockServer(loaded, seed=seed, host=host, port=port, timings=timings)
+    server = MockServer(loaded, seed=seed, host=host, port=port, timings=timings, precise=precise)
     loop = new_loop()
     try:
         url = loop.run_until_complete(server.start())

@@ -23,6 +23,8 @@ from aiohttp import web
 from perfbench.mock.profile import Profile
 from perfbench.mock.service import KEY_HEADER, Plan, Service
 
+SPIN_S = 0.0015  # --precise: how long before a due time the server stops sleeping on a timer
+
 
 class MockServer:
     def __init__(
@@ -33,9 +35,14 @@ class MockServer:
         host: str = "127.0.0.1",
         port: int = 0,
         timings: bool = False,
+        precise: bool = False,
     ) -> None:
         self.profile, self.seed, self.host, self.port = profile, seed, host, port
         self.timings = timings
+        # `mock serve --precise`: the last SPIN_S before each due time is spent yielding to the
+        # loop rather than on a timer, whose millisecond granularity makes a write up to 1 ms
+        # late (0.3 ms at the median here). Costs the server's CPU while anything is that close.
+        self.spin = SPIN_S if precise else 0.0
         self.service: Service | None = None
         self._runner: web.ServerRunner | None = None
 
@@ -75,13 +82,13 @@ class MockServer:
         late = self.service.stats.lateness.add
         try:
             if plan.delay:
-                await _sleep_until(arrival + plan.delay)
+                await _sleep_until(arrival + plan.delay, self.spin)
                 late(time.monotonic() - arrival - plan.delay)
             if plan.frames is None:
                 if timing is not None:
                     timing[1] = time.monotonic()
                 return await _send_body(request, plan)
-            return await _send_stream(request, plan, arrival, late, timing)
+            return await _send_stream(request, plan, arrival, late, timing, self.spin)
         except ConnectionError:
             # The client hung up mid-response (a load tool stopping, a client timeout): normal
             # for a benchmark target, not an error to log with a traceback.
@@ -91,11 +98,11 @@ class MockServer:
             self.service.done(plan)
 
 
-async def _sleep_until(deadline: float) -> None:
+async def _sleep_until(deadline: float, spin: float = 0.0) -> None:
     # A loop: uvloop's timers count whole milliseconds and can wake a fraction of one early,
     # which would send a reply before it is due.
     while (delay := deadline - time.monotonic()) > 0:  # noqa: ASYNC110 (a deadline, no event)
-        await asyncio.sleep(delay)
+        await asyncio.sleep(0 if delay <= spin else delay - spin)
 
 
 async def _send_body(request: web.BaseRequest, plan: Plan) -> web.StreamResponse:
@@ -122,6 +129,7 @@ async def _send_stream(
     arrival: float,
     late: Callable[[float], None],
     timing: list[float] | None = None,
+    spin: float = 0.0,
 ) -> web.StreamResponse:
     frames = plan.frames
     assert frames is not None
@@ -134,7 +142,7 @@ async def _send_stream(
     broken_at = len(tokens) // 2 if plan.fault in ("reset", "truncate", "malformed") else -1
     i = 0
     while i < len(tokens):
-        await _sleep_until(arrival + due[i])
+        await _sleep_until(arrival + due[i], spin)
         elapsed = time.monotonic() - arrival
         if elapsed < due[i]:  # woken early (uvloop's timers are whole milliseconds): again
             continue

@@ -228,6 +228,17 @@ def errors(folder: Path, quick: bool) -> None:
         f"own write lateness P50 {late['p50_ms']:.2f} ms, P99 {late['p99_ms']:.2f} ms; {alone}; "
         f"{raw}"
     )
+    # The same against `mock serve --precise`, which busy-waits its last 1.5 ms to each due
+    # time instead of trusting a millisecond timer (too costly for the loaded levels below).
+    with mock_process(folder / "timed.yaml", "--timings", "--precise", cpus=SERVER) as url:
+        perfbench_run(folder, "mock+http", 8, 200 if quick else 1000, stream=True, url=url)
+        late = server_lateness(url)
+    ttft = [d["ttft"] - 0.050 for d in samples(folder)]
+    print(
+        f"  against the precise mock: TTFT error P50 {statistics.median(ttft) * 1e3:+.2f} ms, "
+        f"P99 {pct(ttft, 99) * 1e3:+.2f} ms; its own lateness P50 {late['p50_ms']:.3f} ms, "
+        f"P99 {late['p99_ms']:.3f} ms"
+    )
     with mock_process(folder / "timed.yaml", "--timings", cpus=SERVER) as url:
         perfbench_run(folder, "mock+http", 64, 128 if quick else 640, stream=True, url=url)
         late = server_lateness(url)
