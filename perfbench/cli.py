@@ -97,6 +97,15 @@ CasesArg = Annotated[
     list[Path],
     typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
 ]
+RampUpOption = Annotated[
+    str,
+    typer.Option(
+        help="Closed loop: seconds over which the concurrency's task slots start, evenly. "
+        "auto: one slot per ms per worker process (0.256 s for -c 256), so completions do not "
+        "all come back at once and queue in the client; 0: all at once, whose tasks then "
+        "finish and restart in waves for the whole pass.",
+    ),
+]
 OptionalCasesArg = Annotated[
     list[Path] | None,
     typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
@@ -211,6 +220,7 @@ def run(
             "Raise it when a run warns that the client was the bottleneck.",
         ),
     ] = "auto",
+    ramp_up: RampUpOption = "auto",
     rate: Annotated[
         float | None,
         typer.Option(
@@ -310,6 +320,7 @@ def run(
                 concurrency=concurrency,
                 seed=seed,
                 load=shape,
+                ramp_up=_ramp(ramp_up),
             )
             plan = replace(plan, workers=_workers(workers, plan))
             session = Session(
@@ -408,6 +419,19 @@ def _workers(text: str, plan: Plan) -> int:
     if count < 1:
         raise typer.BadParameter("--workers takes a positive number or auto")
     return count
+
+
+def _ramp(text: str) -> float | None:
+    """--ramp-up: None for auto (Plan.ramp_seconds), else seconds."""
+    if text == "auto":
+        return None
+    try:
+        seconds = float(text.removesuffix("s"))
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise typer.BadParameter(f"--ramp-up takes seconds (0–3600) or auto, not {text!r}")
+    return seconds
 
 
 def _load_shape(
@@ -550,6 +574,7 @@ def sweep(
             "one per 128 in flight or 1,000 tasks/s, at most one per core)."
         ),
     ] = "auto",
+    ramp_up: RampUpOption = "auto",
 ) -> None:
     """Run the suite at a series of load levels and find where the target stops scaling.
 
@@ -575,7 +600,9 @@ def sweep(
             raise typer.BadParameter("give case files or folders (or --resume SWEEP_DIR)")
         else:
             plan = SweepPlan(
-                base=Plan(runs=runs, warmup=warmup, repeat=repeat, seed=seed),
+                base=Plan(
+                    runs=runs, warmup=warmup, repeat=repeat, seed=seed, ramp_up=_ramp(ramp_up)
+                ),
                 levels=levels or rate_levels,
                 rates=bool(rate_levels),
                 max_level=max_level,

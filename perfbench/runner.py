@@ -30,6 +30,8 @@ from perfbench.suite import Case, Suite
 from perfbench.targets import Target
 from perfbench.task import Task
 
+AUTO_RAMP_PER_SLOT = 0.001  # seconds between two slot starts in one worker process
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -40,6 +42,10 @@ class Plan:
     seed: int = 0
     load: Load | None = None
     workers: int = 1  # processes sharing the load (perfbench.workers); 1 = this process
+    # Closed loop: seconds over which the task slots of a pass start, evenly; None = auto
+    # (ramp_seconds). All at once, the slots' tasks finish together and restart together for
+    # the whole pass: each wave of completions queues in the client and is timed late.
+    ramp_up: float | None = 0.0
 
     def connections(self) -> int:
         """Connections a target's client must keep so that no task waits on its pool: the
@@ -49,6 +55,16 @@ class Plan:
         if isinstance(self.load, Rate):
             return self.load.max_in_flight or 0
         return self.concurrency
+
+    def ramp_seconds(self) -> float:
+        """The ramp in seconds; auto starts one slot per millisecond in each worker process,
+        slower than one worker completes tasks (0.25–0.4 ms of CPU each, `perfbench calibrate`),
+        so a wave of completions never piles up in the client."""
+        if self.ramp_up is not None:
+            return self.ramp_up
+        if self.load is not None or self.concurrency <= 1:
+            return 0.0
+        return AUTO_RAMP_PER_SLOT * self.concurrency / max(1, self.workers)
 
     def passes(self) -> list[tuple[Phase, int]]:
         warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
@@ -202,11 +218,24 @@ class Runner:
                 queue = (task for j, task in enumerate(todo) if mine(j))
                 top = self.aimd.shape.maximum if self.aimd else 0
                 workers = split(top, self.share) if self.aimd else self.concurrency
+                starts = self._slot_starts(min(workers, len(todo)), base)
                 async with anyio.create_task_group() as tg:
-                    for _ in range(min(workers, len(todo))):
-                        tg.start_soon(self._worker, queue, phase, index)
+                    for at in starts:
+                        tg.start_soon(self._worker, queue, phase, index, at)
         finally:
             self.recorder.pass_finished(phase, index)
+
+    def _slot_starts(self, slots: int, base: float | None) -> list[float]:
+        """When each of this process's closed-loop slots starts (``--ramp-up``): slot i is
+        global slot i·count + at of the plan's concurrency, so the workers' starts interleave
+        and together start one slot every ramp/concurrency seconds."""
+        ramp = 0.0 if self.aimd is not None else self.plan.ramp_seconds()
+        begin = self.clock() if base is None else base
+        if ramp <= 0:
+            return [begin] * slots
+        at, count = self.share
+        step = ramp / max(1, self.plan.concurrency)
+        return [begin + (i * count + at) * step for i in range(slots)]
 
     def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
         return todo(self.suite, self.plan, self.skip, phase, index)
@@ -280,13 +309,16 @@ class Runner:
             self._finish(task.sample("cancelled", error_kind="cancelled"))
             raise
 
-    async def _worker(self, queue: Iterator[tuple[Case, int]], phase: Phase, index: int) -> None:
+    async def _worker(
+        self, queue: Iterator[tuple[Case, int]], phase: Phase, index: int, start: float
+    ) -> None:
         # One shared iterator feeds every worker: next() runs between awaits, so no lock needed.
         # One cancel scope serves as the timeout of many tasks (its deadline is moved per task):
         # entering and leaving a scope per task cost ~10 µs, a fifth of the overhead budget.
         deadline_clock = loop_clock()  # cancel-scope deadlines are on the event loop's clock
         task: Task | None = None
         try:
+            await sleep_until(self.clock, start)
             while True:
                 with anyio.CancelScope() as limit:
                     for case, iteration in queue:

@@ -262,6 +262,10 @@ def _best_effort(write: Callable[[Path, Any], None], path: Path, doc: Any) -> No
 def _load(plan: Plan) -> dict[str, Any]:
     shape = plan.load
     if shape is None:
-        return {"shape": "fixed", "concurrency": plan.concurrency}
+        return {
+            "shape": "fixed",
+            "concurrency": plan.concurrency,
+            "ramp_up_s": round(plan.ramp_seconds(), 6),
+        }
     kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
     return {"shape": kind, **asdict(shape)}

@@ -8,8 +8,10 @@ Prints, each measured in the same sitting as its reference:
 1. short non-streaming tasks/s at 64 in flight: one perfbench worker vs a minimal raw aiohttp
    client sending the same request, alternated three times, medians and their ratio;
 2. streamed tokens/s, 1,000-token streams at 16 in flight, the same two clients;
-3. latency error against the mock's known timing: TTFT at 8 in flight (50 ms TTFT, 5 ms gaps),
-   end-to-end at 256 in flight with every request held 200 ms;
+3. latency error against the mock's known timing: TTFT at 8 and 64 in flight (50 ms TTFT, 5 ms
+   gaps), end-to-end at 256 in flight with every request held 200 ms; perfbench runs with the
+   command line's default ramp-up (one slot per ms) and the raw client ramps the same way; at
+   256 a run with every slot starting at once (--ramp-up 0) shows what the ramp is for;
 4. in-process zero-latency mock (no sockets): tasks/s with 2 worker processes over 1.
 
 Usage: python tests/bench/client_figures.py [--quick] [--errors (3 only)]
@@ -33,7 +35,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import host
-from perfbench.runner import Plan
+from perfbench.runner import AUTO_RAMP_PER_SLOT, Plan
 from perfbench.session import Session
 from perfbench.suite import load_suite
 from perfbench.targets.registry import TargetOptions, resolve
@@ -52,13 +54,15 @@ BODY = {"model": "mock", "messages": [{"role": "user", "content": "hello"}]}
 
 def perfbench_run(
     folder: Path, target: str, in_flight: int, repeat: int, *, stream: bool, url: str | None = None,
-    workers: int = 1, runs: int = 1,
+    workers: int = 1, runs: int = 1, ramp_up: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """One perfbench run (the real Session: runner, agent loop, recorder, samples.jsonl)."""
+    """One perfbench run (the real Session: runner, agent loop, recorder, samples.jsonl), with
+    the command line's default ramp-up unless ``ramp_up`` is given."""
     suite = load_suite([folder / "case.yaml"]) if target.startswith("mock+http") else None
     suite = suite or load_suite([CASES])
     options = TargetOptions(concurrency=in_flight, stream=stream, server_url=url)
-    plan = Plan(runs=runs, warmup=1, repeat=repeat, concurrency=in_flight, workers=workers)
+    plan = Plan(runs=runs, warmup=1, repeat=repeat, concurrency=in_flight, workers=workers,
+                ramp_up=ramp_up)  # fmt: skip
     session = Session(
         suite, resolve(target, options), plan, out_root=folder / "runs", recipe=(target, options)
     )
@@ -69,18 +73,22 @@ def perfbench_run(
 Handle = Callable[[aiohttp.ClientResponse, float], Awaitable[None]]
 
 
-async def raw_client(url: str, in_flight: int, total: int, stream: bool, handle: Handle) -> float:
+async def raw_client(
+    url: str, in_flight: int, total: int, stream: bool, handle: Handle, ramp: bool = False
+) -> float:
     """A minimal aiohttp client: ``in_flight`` loops posting the same request, ``total`` in
     all, each response given to ``handle`` with the moment its request started; returns the
-    seconds it took."""
+    seconds it took. ``ramp``: loop k starts k ms late, as perfbench's slots do by default."""
     body = orjson.dumps({**BODY, "stream": stream})
     headers = {"content-type": "application/json"}
     left = total
     connector = aiohttp.TCPConnector(limit=in_flight)
     async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def loop() -> None:
+        async def loop(k: int) -> None:
             nonlocal left
+            if ramp:
+                await asyncio.sleep(k * AUTO_RAMP_PER_SLOT)
             while left > 0:
                 left -= 1
                 start = time.monotonic()
@@ -89,7 +97,7 @@ async def raw_client(url: str, in_flight: int, total: int, stream: bool, handle:
                     await handle(response, start)
 
         began = time.perf_counter()
-        await asyncio.gather(*(loop() for _ in range(in_flight)))
+        await asyncio.gather(*(loop(k) for k in range(in_flight)))
         return time.perf_counter() - began
 
 
@@ -125,15 +133,15 @@ async def raw_ttft(url: str, in_flight: int, total: int, nominal: float) -> list
         if first is not None:
             errors.append(first - start - nominal)
 
-    await raw_client(url, in_flight, total, True, first_token)
+    await raw_client(url, in_flight, total, True, first_token, ramp=True)
     return errors[in_flight:]  # the first wave opened the connections: perfbench's warmup
 
 
 def raw_line(url: str, in_flight: int, total: int, nominal: float) -> str:
     errors: list[float] = run_raw(raw_ttft(url, in_flight, total + in_flight, nominal))
     return (
-        f"raw aiohttp in the same sitting: P50 {statistics.median(errors) * 1e3:+.2f} ms, "
-        f"P99 {pct(errors, 99) * 1e3:+.2f} ms"
+        f"raw aiohttp in the same sitting (the same ramp): P50 "
+        f"{statistics.median(errors) * 1e3:+.2f} ms, P99 {pct(errors, 99) * 1e3:+.2f} ms"
     )
 
 
@@ -271,6 +279,14 @@ def errors(folder: Path, quick: bool) -> None:
         f"{statistics.median(e2e) * 1e3:+.2f} ms, P99 {pct(e2e, 99) * 1e3:+.2f} ms; TTFT error "
         f"P50 {statistics.median(ttft) * 1e3:+.2f} ms, P99 {pct(ttft, 99) * 1e3:+.2f} ms "
         "(target: P99 < 5 ms)"
+    )
+    with mock_process(folder / "held.yaml", "--timings", cpus=SERVER) as url:
+        perfbench_run(folder, "mock+http", 256, 256 * (2 if quick else 4), stream=True, url=url,
+                      ramp_up=0)  # fmt: skip
+    ttft = [d["ttft"] - 0.200 for d in samples(folder)]
+    print(
+        f"  the same with --ramp-up 0 (all 256 slots at once): TTFT error P50 "
+        f"{statistics.median(ttft) * 1e3:+.2f} ms, P99 {pct(ttft, 99) * 1e3:+.2f} ms"
     )
 
 

@@ -74,6 +74,7 @@ def test_ctrl_c_exits_within_two_seconds_even_with_tasks_in_flight(tmp_path: Pat
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "perfbench", "run", str(CASES / "answer.yaml"), "-t"]
     cmd += [f"mock:{profile}", "--warmup", "0", "-c", "4", "--out", str(out), "--json"]
+    cmd += ["--ramp-up", "0"]  # all 4 slots start with the pass
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -3,6 +3,7 @@ failures as data, cancellation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -227,3 +228,47 @@ async def test_failures_are_summarised_by_kind_with_an_example(suite: Suite) -> 
         "unhandled:RuntimeError": {"count": 2, "example": "boom"}
     }
     assert summary["runs"][0]["overall"]["failures"]["unhandled:RuntimeError"]["count"] == 1
+
+
+async def test_ramp_up_starts_the_slots_evenly_and_keeps_them_apart(suite: Suite) -> None:
+    # 4 slots over 0.4 s: slots start at 0, 0.1, 0.2, 0.3 s; every chat task lasts 0.390 s,
+    # so each slot's next task starts where its last ended and the slots stay 0.1 s apart.
+    plan = Plan(runs=1, warmup=0, repeat=8, concurrency=4, ramp_up=0.4)
+    chat = replace(suite, cases=tuple(c for c in suite.cases if c.id == "chat"))
+    runner, got, _ = make(chat, MockAgent(fixed_profile()), plan)
+    await runner.run()
+    starts = sorted(round(s.start, 6) for s in got.samples)
+    assert starts == [0.0, 0.1, 0.2, 0.3, 0.39, 0.49, 0.59, 0.69]
+    assert [s.concurrency for s in sorted(got.samples, key=lambda s: s.start)][:4] == [1, 2, 3, 4]
+
+
+async def test_without_a_ramp_every_slot_starts_at_once(suite: Suite) -> None:
+    plan = Plan(runs=1, warmup=0, repeat=8, concurrency=4, ramp_up=0)
+    chat = replace(suite, cases=tuple(c for c in suite.cases if c.id == "chat"))
+    runner, got, _ = make(chat, MockAgent(fixed_profile()), plan)
+    await runner.run()
+    assert sorted(round(s.start, 6) for s in got.samples) == [0.0] * 4 + [0.39] * 4
+
+
+async def test_a_worker_process_ramps_its_own_slots_interleaved_with_the_others(
+    suite: Suite,
+) -> None:
+    # Worker 1 of 2 holds global slots 1 and 3 of 4: over 0.4 s they start at 0.1 and 0.3 s.
+    plan = Plan(runs=1, warmup=0, repeat=4, concurrency=4, ramp_up=0.4, workers=2)
+    chat = replace(suite, cases=tuple(c for c in suite.cases if c.id == "chat"))
+    collect = Collect()
+    summarizer = Summarizer({c.id: c.timeout_s for c in chat.cases})
+    recorder = Recorder(summarizer, observers=[collect])
+    runner = Runner(chat, MockAgent(fixed_profile()), plan, recorder, share=(1, 2), origin=0.0)
+    await runner.run()
+    assert sorted(round(s.start, 6) for s in collect.samples) == [0.1, 0.3]
+
+
+def test_auto_ramp_is_one_slot_per_millisecond_per_worker_and_closed_loops_only() -> None:
+    from perfbench.load import Rate
+
+    assert Plan(concurrency=256, ramp_up=None).ramp_seconds() == pytest.approx(0.256)
+    assert Plan(concurrency=256, ramp_up=None, workers=2).ramp_seconds() == pytest.approx(0.128)
+    assert Plan(concurrency=1, ramp_up=None).ramp_seconds() == 0
+    assert Plan(concurrency=8, ramp_up=None, load=Rate(per_second=5)).ramp_seconds() == 0
+    assert Plan(concurrency=256, ramp_up=1.5).ramp_seconds() == 1.5

@@ -44,8 +44,9 @@ async def test_session_writes_a_complete_run_directory(
         "seed": 0,
         "load": None,
         "workers": 1,
+        "ramp_up": 0.0,
     }
-    assert meta["load"] == {"shape": "fixed", "concurrency": 4}
+    assert meta["load"] == {"shape": "fixed", "concurrency": 4, "ramp_up_s": 0.0}
     assert meta["headline"]["tasks"] == 32 and meta["headline"]["ok"] == 32
     samples = list(store.read_samples(result.run_dir))
     assert len(samples) == 48
@@ -137,3 +138,17 @@ def test_cli_errors_are_messages_with_exit_code_3(tmp_path: Path) -> None:
     assert missing.exit_code == 3 and "no run 'no-such-run'" in missing.output
     usage = runner.invoke(app, ["run", str(CASES), "--runs", "0"])
     assert usage.exit_code == 2
+
+
+def test_ramp_up_is_checked_and_recorded_in_seconds(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = runner.invoke(app, ["run", str(CASES), "--ramp-up", "soon", "--out", str(tmp_path)])
+    assert bad.exit_code == 2 and "--ramp-up takes seconds" in bad.output
+    args = ["run", str(CASES), "-t", "mock:zero", "--runs", "1", "-q", "-c", "8"]
+    auto = runner.invoke(app, [*args, "--workers", "1", "--out", str(tmp_path / "auto")])
+    given = runner.invoke(app, [*args, "--ramp-up", "0.5s", "--out", str(tmp_path / "given")])
+    assert auto.exit_code == 0 and given.exit_code == 0, auto.output + given.output
+    for name, seconds in (("auto", 0.008), ("given", 0.5)):
+        [run_dir] = list((tmp_path / name).iterdir())
+        meta = json.loads((run_dir / store.META).read_text())
+        assert meta["load"] == {"shape": "fixed", "concurrency": 8, "ramp_up_s": seconds}
