@@ -2,7 +2,7 @@
 
 runs/<UTC time>_<suite>_<target>[_<label>]/
     meta.json      the run's spec, status, timings and headline; replaced atomically
-    samples.jsonl  one Sample a line, appended as each task ends (by a writer thread)
+    samples.jsonl  one Sample a line, appended and flushed as each task ends
     summary.json   statistics with encoded HDR histograms (written when the run ends)
 """
 
@@ -12,11 +12,9 @@ import contextlib
 import fnmatch
 import json
 import os
-import queue
 import re
 import socket
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -90,15 +88,8 @@ def read_json(path: Path) -> Any:
 
 
 class SampleWriter:
-    """Appends samples to samples.jsonl, one line each, written as each task ends.
-
-    The lines are encoded on the caller's thread (orjson: the stdlib encoder took 17 µs of a
-    sample's budget) and written by a thread of their own: an append can block in the file
-    system (ext4 on a virtual disk stalled the event loop 10–40 ms mid-run while journal commits
-    went by), and every token arriving meanwhile would have been timed late. Lines queued
-    together are written together. A crash loses at most what the thread had not written yet,
-    milliseconds of samples; ``close`` (every ending, Ctrl-C included) writes everything queued.
-    A failed write (a full disk) is raised by the next ``write`` or by ``drain``."""
+    """Appends samples to samples.jsonl, one flushed line each, so a crash loses at most the
+    task in flight. orjson, because the stdlib encoder took 17 µs of a sample's budget."""
 
     def __init__(self, path: Path) -> None:
         try:
@@ -106,58 +97,26 @@ class SampleWriter:
         except OSError as exc:
             raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
         self.path = path
-        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._failed: OSError | None = None
-        self._thread = threading.Thread(target=self._drain, name="samples.jsonl", daemon=True)
-        self._thread.start()
 
     def write(self, sample: Sample) -> None:
         self.write_lines(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
 
     def write_lines(self, lines: bytes) -> None:
         """Append samples already encoded (one JSON line each), as worker processes send them."""
-        self._raise_failure()
-        self._queue.put(lines)
-
-    def drain(self) -> None:
-        """Wait until every line written so far is in the file; raise if one could not be."""
-        self._stop()
-        self._raise_failure()
+        try:
+            self._fh.write(lines)
+            self._fh.flush()
+        except OSError as exc:
+            raise StoreError(
+                f"cannot append to {self.path}: {exc.strerror}. The samples written before are "
+                f"kept: fix the cause, then `perfbench run --resume {self.path.parent}`"
+            ) from exc
 
     def close(self) -> None:
-        """Write what is queued and close. A failure is not raised again here: ``write`` or
-        ``drain`` reported it, and what is on disk stays readable."""
-        self._stop()
+        """Close; a line that could not be written (disk full) is dropped, not raised again:
+        the error was reported by ``write``, and what is on disk stays readable."""
         with contextlib.suppress(OSError):
             self._fh.close()
-
-    def _stop(self) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-
-    def _raise_failure(self) -> None:
-        if self._failed is not None:
-            raise StoreError(
-                f"cannot append to {self.path}: {self._failed.strerror}. The samples written "
-                f"before are kept: fix the cause, then `perfbench run --resume {self.path.parent}`"
-            ) from self._failed
-
-    def _drain(self) -> None:
-        """The writer thread: everything queued, in one write, until None."""
-        while True:
-            batch = [self._queue.get()]
-            while batch[-1] is not None and not self._queue.empty():
-                batch.append(self._queue.get())
-            done = batch[-1] is None
-            if self._failed is None:
-                try:
-                    self._fh.write(b"".join(b for b in batch if b is not None))
-                    self._fh.flush()
-                except OSError as exc:
-                    self._failed = exc
-            if done:
-                return
 
 
 def read_samples(run_dir: Path) -> Iterator[Sample]:

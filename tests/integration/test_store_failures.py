@@ -36,18 +36,13 @@ async def test_a_full_disk_stops_the_run_with_a_clear_error_and_a_truthful_meta(
     monkeypatch.setattr(store, "make_dir", make_then_fill)
     run_dir = tmp_path / "run"
     session = Session(example_suite, resolve("mock:zero"), Plan(runs=1), run_dir=run_dir)
-    # The writer thread's failure is raised by the next sample's write (inside the runner's
-    # task groups) or, when the run ended first, when the session drains the writer.
-    with pytest.raises((StoreError, BaseExceptionGroup)) as caught:
+    with pytest.raises(BaseExceptionGroup) as caught:
         await session.run()
-    leaf: BaseException = caught.value
-    if isinstance(leaf, BaseExceptionGroup):
-        errors, rest = leaf.split(StoreError)
-        assert errors is not None and rest is None
-        leaf = errors
+    errors, rest = caught.value.split(StoreError)
+    assert errors is not None and rest is None
+    leaf: BaseException = errors
     while isinstance(leaf, BaseExceptionGroup):  # task groups nest: runner, then workers
         leaf = leaf.exceptions[0]
-    assert isinstance(leaf, StoreError)
     message = str(leaf)
     assert "No space left on device" in message and f"--resume {run_dir}" in message
     meta = json.loads((run_dir / store.META).read_text())
