@@ -109,24 +109,38 @@ def _apply(
     text: list[str],
     call: ModelCall,
 ) -> None:
+    # Runs for every chunk of every stream: the common delta (content only) takes the fewest
+    # lookups, and absent keys are tested before values are fetched.
+    choices = chunk.get("choices")
+    if choices:
+        for choice in choices:
+            delta = choice.get("delta")
+            if delta:
+                _delta(delta, calls, text, call)
+            finish = choice.get("finish_reason")
+            if finish:
+                reply.finish = finish
     usage = chunk.get("usage")
-    if isinstance(usage, dict):
+    if usage and isinstance(usage, dict):
         reply.tokens_in = usage.get("prompt_tokens", reply.tokens_in)
         reply.tokens_out = usage.get("completion_tokens", reply.tokens_out)
-    for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {}
-        if choice.get("finish_reason"):
-            reply.finish = choice["finish_reason"]
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            call.token(content=True)
-            text.append(content)
-        # Reasoning deltas (DeepSeek's reasoning_content, OpenRouter/vLLM's reasoning) carry
-        # tokens too: they count for TTFT and ITL, not for time to first output.
-        if delta.get("reasoning_content") or delta.get("reasoning"):
-            call.token(content=False)
-        for part in delta.get("tool_calls") or ():
-            _tool_delta(part, calls, call)
+
+
+def _delta(
+    delta: dict[str, Any], calls: dict[int, ToolCall], text: list[str], call: ModelCall
+) -> None:
+    content = delta.get("content")
+    if content and isinstance(content, str):
+        call.token(content=True)
+        text.append(content)
+    if len(delta) == 1 and content is not None:
+        return
+    # Reasoning deltas (DeepSeek's reasoning_content, OpenRouter/vLLM's reasoning) carry
+    # tokens too: they count for TTFT and ITL, not for time to first output.
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        call.token(content=False)
+    for part in delta.get("tool_calls") or ():
+        _tool_delta(part, calls, call)
 
 
 def _tool_delta(part: dict[str, Any], calls: dict[int, ToolCall], call: ModelCall) -> None:

@@ -34,6 +34,15 @@ def test_every_chunking_and_line_ending_gives_the_same_events(newline: str, size
     assert parse(parts) == EVENTS
 
 
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_line_endings_may_change_from_chunk_to_chunk(size: int) -> None:
+    # A chunk without CR takes the LF-only fast path, the next one the general path: a line
+    # or an event left open by one is finished by the other.
+    body = b"data: a\r\ndata: b\n\nevent: e\r\ndata: c\r\rdata: d\n\r\n"
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
+    assert parse(parts) == [Event("message", "a\nb"), Event("e", "c"), Event("message", "d")]
+
+
 def test_an_event_is_given_by_the_chunk_that_completes_it() -> None:
     parser = sse.Parser()
     assert parser.feed(b"data: 1\n") == []
