@@ -23,20 +23,31 @@ class ClientMonitor:
     def __init__(self, clock: Clock, interval: float = INTERVAL_S) -> None:
         self.clock, self.interval = clock, interval
         self.lag = Histogram()
-        # Off during warmup: warmup is there to absorb one-time costs (imports, loading a
-        # tokenizer's tables), which would otherwise show as lag in a short run.
+        # Off during warmup (it absorbs one-time costs: imports, a tokenizer's tables) and
+        # between passes (a pass's statistics are computed when it ends, with nothing in
+        # flight): both would otherwise show as lag no measured task waited behind.
         self.recording = True
+        self._epoch = 0  # bumped by pause/resume: a wait spanning one is not counted
         self._cpu0 = time.process_time()
         self._wall0 = time.monotonic()
+
+    def pause(self) -> None:
+        self.recording = False
+        self._epoch += 1
+
+    def resume(self) -> None:
+        self.recording = True
+        self._epoch += 1
 
     async def watch(self) -> None:
         """Runs until cancelled. Deadlines are absolute, so one late wake-up is counted once
         and does not shift the ones after it."""
         due = self.clock() + self.interval
         while True:
+            epoch = self._epoch
             await sleep_until(self.clock, due)
             now = self.clock()
-            if self.recording:
+            if self.recording and epoch == self._epoch:
                 self.lag.add(max(0.0, now - due))
             due = max(due + self.interval, now)
 

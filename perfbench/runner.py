@@ -198,7 +198,10 @@ class Runner:
 
     async def _pass(self, phase: Phase, index: int) -> None:
         if self.monitor is not None:
-            self.monitor.recording = phase == "measured"
+            if phase == "measured":
+                self.monitor.resume()
+            else:
+                self.monitor.pause()
         _settle_heap()  # before the gate: workers start a pass together, on its go
         base = await self.gate(phase, index) if self.gate is not None else None
         if self._stopped or (phase, index) in self.skip_passes:
@@ -223,6 +226,8 @@ class Runner:
                     for at in starts:
                         tg.start_soon(self._worker, queue, phase, index, at)
         finally:
+            if self.monitor is not None:
+                self.monitor.pause()  # the pass's statistics are not loop lag
             self.recorder.pass_finished(phase, index)
 
     def _slot_starts(self, slots: int, base: float | None) -> list[float]:

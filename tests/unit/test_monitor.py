@@ -28,6 +28,27 @@ async def test_a_busy_loop_shows_as_lag_of_exactly_the_busy_time() -> None:
     assert lag["n"] >= 9
 
 
+@pytest.mark.anyio
+async def test_time_spent_while_paused_is_not_lag() -> None:
+    # Between passes the runner pauses the monitor: a pass's statistics take the loop for a
+    # while, with no task in flight to be delayed by it.
+    monitor = ClientMonitor(bind(default_clock), interval=0.02)
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(monitor.watch)
+        await anyio.sleep(0.105)
+        monitor.pause()
+        clock.jump(0.05)  # busy for 50 ms, paused
+        monitor.resume()  # at 0.155; the watcher, due at 0.12, is not counted, then due 0.175…
+        await anyio.sleep(0.11)
+        clock.jump(0.03)  # busy for 30 ms while recording, from 0.265: due 0.275, woken 0.295
+        await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()
+    lag = monitor.lag.summary()
+    assert lag is not None and lag["max"] == pytest.approx(0.02)  # not the 0.035 paused
+
+
 def test_warnings_name_the_client_as_the_bottleneck() -> None:
     busy = {"loop_lag": {"p99": 0.012}, "cpu_share": 0.97}
     summary = {"runs": [{"overall": {"tasks": 1, "ok": 1, "expect_mismatch": 0}}] * 3}
