@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import anyio
 import pytest
 import trio
@@ -10,20 +13,31 @@ from perfbench.advice import advise
 from perfbench.clock import bind, default_clock
 from perfbench.monitor import ClientMonitor
 
+Script = Callable[[ClientMonitor, trio.testing.MockClock], Awaitable[None]]
 
-@pytest.mark.anyio
-async def test_a_busy_loop_shows_as_lag_of_exactly_the_busy_time() -> None:
+
+async def watched(script: Script) -> dict[str, Any]:
+    """Run the monitor's watcher while ``script`` keeps the (virtual) loop busy; its lag."""
     monitor = ClientMonitor(bind(default_clock), interval=0.02)
     clock = trio.lowlevel.current_clock()
     assert isinstance(clock, trio.testing.MockClock)
     async with anyio.create_task_group() as tg:
         tg.start_soon(monitor.watch)
-        await anyio.sleep(0.105)  # 5 on-time wake-ups (0.02 … 0.10)
-        clock.jump(0.05)  # the loop is busy for 50 ms without yielding: due 0.12, woken 0.155
-        await anyio.sleep(0.1)
+        await script(monitor, clock)
         tg.cancel_scope.cancel()
     lag = monitor.lag.summary()
     assert lag is not None
+    return lag
+
+
+@pytest.mark.anyio
+async def test_a_busy_loop_shows_as_lag_of_exactly_the_busy_time() -> None:
+    async def busy(monitor: ClientMonitor, clock: trio.testing.MockClock) -> None:
+        await anyio.sleep(0.105)  # 5 on-time wake-ups (0.02 … 0.10)
+        clock.jump(0.05)  # the loop is busy for 50 ms without yielding: due 0.12, woken 0.155
+        await anyio.sleep(0.1)
+
+    lag = await watched(busy)
     assert lag["max"] == pytest.approx(0.035) and lag["p50"] == 0.0
     assert lag["n"] >= 9
 
@@ -32,11 +46,7 @@ async def test_a_busy_loop_shows_as_lag_of_exactly_the_busy_time() -> None:
 async def test_time_spent_while_paused_is_not_lag() -> None:
     # Between passes the runner pauses the monitor: a pass's statistics take the loop for a
     # while, with no task in flight to be delayed by it.
-    monitor = ClientMonitor(bind(default_clock), interval=0.02)
-    clock = trio.lowlevel.current_clock()
-    assert isinstance(clock, trio.testing.MockClock)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(monitor.watch)
+    async def between_passes(monitor: ClientMonitor, clock: trio.testing.MockClock) -> None:
         await anyio.sleep(0.105)
         monitor.pause()
         clock.jump(0.05)  # busy for 50 ms, paused
@@ -44,9 +54,9 @@ async def test_time_spent_while_paused_is_not_lag() -> None:
         await anyio.sleep(0.11)
         clock.jump(0.03)  # busy for 30 ms while recording, from 0.265: due 0.275, woken 0.295
         await anyio.sleep(0.1)
-        tg.cancel_scope.cancel()
-    lag = monitor.lag.summary()
-    assert lag is not None and lag["max"] == pytest.approx(0.02)  # not the 0.035 paused
+
+    lag = await watched(between_passes)
+    assert lag["max"] == pytest.approx(0.02)  # not the 0.035 of the paused stretch
 
 
 def test_warnings_name_the_client_as_the_bottleneck() -> None:
