@@ -4,6 +4,7 @@ it holds no measurement logic of its own."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -695,9 +696,13 @@ def _sweep_invocation(path: Path) -> dict[str, Any]:
 
 @app.command("list")
 def list_(
-    root: Annotated[Path, typer.Argument(help="Folder of run directories.")] = Path("runs"),
+    folder: Annotated[
+        Path | None, typer.Argument(help="Folder of run directories (or use --root).")
+    ] = None,
+    root: RootOpt = Path("runs"),
 ) -> None:
     """List runs (newest last) from their meta.json: time, suite, target, label, P50/P95."""
+    root = folder or root
     table = Table()
     for col in ("run", "started", "suite", "target", "label", "tasks", "P50", "P95", "status"):
         table.add_column(col, justify="right" if col in ("tasks", "P50", "P95") else "left")
@@ -981,15 +986,41 @@ def report(
     from perfbench.report import release
 
     with _errors():
-        runs = [release.load(ref, root) for ref in run_refs]
+        runs = [release.load(ref, root) for ref in _with_sweep_levels(run_refs)]
         baseline = release.load(baseline_ref, root) if baseline_ref else None
         if baseline is not None:
             runs = [r for r in runs if r.path.resolve() != baseline.path.resolve()]
-        folder = out_dir or Path("reports") / runs[-1].path.name if runs else out_dir
+        last = Path(run_refs[-1])  # a sweep's report is named after the sweep
+        name = last.name if (last / SWEEP_PLAN).is_file() else runs[-1].path.name if runs else ""
+        folder = out_dir or Path("reports") / name if runs else out_dir
         if folder is None:
             raise GateError("give at least one run besides --baseline")
         path = release.build(runs, baseline, folder)
     out.print(f"Report: [bold]{path}[/]", highlight=False)
+
+
+def _with_sweep_levels(refs: list[str]) -> list[str]:
+    """Run references, a sweep directory standing for its levels' runs in level order."""
+    out: list[str] = []
+    for ref in refs:
+        folder = Path(ref)
+        if not (folder / SWEEP_PLAN).is_file():
+            out.append(ref)
+            continue
+        levels = store.list_runs(folder)
+        if not levels:
+            raise StoreError(f"{folder} is a sweep with no level run yet: nothing to report")
+        levels.sort(key=lambda r: _level(r.path.name))
+        out += [str(r.path) for r in levels]
+    return out
+
+
+def _level(name: str) -> tuple[float, str]:
+    """A sweep level's run directory (level-<n>) in level order; other names last."""
+    try:
+        return float(name.removeprefix("level-")), name
+    except ValueError:
+        return math.inf, name
 
 
 @app.command("export")

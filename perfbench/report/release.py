@@ -88,7 +88,13 @@ def build(
     if baseline is not None:
         for run in ordered[1:]:
             comparisons.append((run, compare(baseline.summary, run.summary, rules or Rules())))
-    sweeps = [_copy_sweep(r, out) for r in ordered if (r.path.parent / "sweep.md").is_file()]
+    # Each sweep once (at its first level in the report), however many of its levels are in.
+    firsts = {r.path.parent.resolve(): r for r in reversed(ordered)}  # the earliest level wins
+    sweeps = [
+        _copy_sweep(r, out)
+        for r in ordered
+        if firsts[r.path.parent.resolve()] is r and (r.path.parent / "sweep.md").is_file()
+    ]
     text = markdown.report(
         [_view(r) for r in ordered],
         baseline.name if baseline is not None else None,

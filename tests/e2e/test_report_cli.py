@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from perfbench.cli import ExitCode, app
+from tests.conftest import CASES
 from tests.e2e.test_compare_cli import make_run
 
 
@@ -79,3 +80,25 @@ def test_report_reads_a_run_killed_before_its_summary(runs: Path, tmp_path: Path
         f.write('{"phase": "meas')  # the torn last line of a killed writer
     text = report(runs, tmp_path / "r", str(killed))
     assert "| 20/20 |" in text  # 5 runs × 4 measured tasks; warmup and torn line left out
+
+
+def test_a_sweep_folder_reports_its_levels_in_order_with_the_sweep_once(tmp_path: Path) -> None:
+    args = ["sweep", str(CASES / "answer.yaml"), "-t", "mock:zero", "-c", "2,1", "--runs", "1"]
+    sweep = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "sweeps")])
+    assert sweep.exit_code == 0, sweep.output
+    [folder] = list((tmp_path / "sweeps").iterdir())
+    text = report(tmp_path, tmp_path / "r", str(folder))
+    assert text.splitlines().count("## Sweep") == 1
+    assert text.index("level-1") < text.index("level-2")  # level order, not the order run
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "sweep-plan.json").write_text("{}")
+    result = CliRunner().invoke(app, ["report", str(empty)])
+    assert result.exit_code == ExitCode.CONFIG and "no level run yet" in result.output
+
+
+def test_list_takes_the_folder_as_an_argument_or_as_root(runs: Path) -> None:
+    by_argument = CliRunner().invoke(app, ["list", str(runs / "runs")])
+    by_option = CliRunner().invoke(app, ["list", "--root", str(runs / "runs")])
+    assert by_argument.exit_code == by_option.exit_code == 0
+    assert "v1" in by_option.output and by_option.output == by_argument.output
