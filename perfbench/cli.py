@@ -102,9 +102,9 @@ RampUpOption = Annotated[
     str,
     typer.Option(
         help="Closed loop: seconds over which the concurrency's task slots start, evenly. "
-        "auto: one slot per ms per worker process (0.256 s for -c 256), so completions do not "
-        "all come back at once and queue in the client; 0: all at once, whose tasks then "
-        "finish and restart in waves for the whole pass.",
+        "auto: one slot per ms per worker process (0.256 s for -c 256 in one process), so "
+        "completions do not all come back at once and queue in the client; 0: all at once, "
+        "whose tasks then finish and restart in waves for the whole pass.",
     ),
 ]
 OptionalCasesArg = Annotated[

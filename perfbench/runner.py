@@ -58,8 +58,8 @@ class Plan:
 
     def ramp_seconds(self) -> float:
         """The ramp in seconds; auto starts one slot per millisecond in each worker process,
-        slower than one worker completes tasks (0.25–0.4 ms of CPU each, `perfbench calibrate`),
-        so a wave of completions never piles up in the client."""
+        slower than one worker gets through tasks (0.25–0.4 ms of CPU each, `perfbench
+        calibrate`), so a pass's completions come back spread out rather than in waves."""
         if self.ramp_up is not None:
             return self.ramp_up
         if self.load is not None or self.concurrency <= 1:
