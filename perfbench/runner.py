@@ -205,7 +205,7 @@ class Runner:
                 self.monitor.resume()
             else:
                 self.monitor.pause()
-        _settle_heap()  # before the gate: workers start a pass together, on its go
+        self.collector.pass_starting()  # before the gate: workers start a pass together
         base = await self.gate(phase, index) if self.gate is not None else None
         if self._stopped or (phase, index) in self.skip_passes:
             self.recorder.pass_finished(phase, index)
@@ -423,15 +423,6 @@ def task_keys(suite: Suite, plan: Plan) -> Iterator[tuple[str, int, str, int]]:
         yield (phase, run, case.id, it)
 
 
-def _settle_heap() -> None:
-    """Freeze the heap as it is (modules, the suite, the target, open connections), so the
-    cyclic collector does not scan it again while the pass measures: at 256 streams in flight a
-    full collection of it took 55 ms mid-pass, and every token that arrived meanwhile waited.
-    No collection first (over a test process's heap it costs more than a short pass); garbage
-    frozen with the rest is collected when ``run`` unfreezes at the end."""
-    gc.freeze()
-
-
 class Collector:
     """The cyclic garbage collector, off while a run measures and on again when it ends.
 
@@ -455,6 +446,14 @@ class Collector:
 
     def pause(self) -> None:
         gc.disable()
+
+    @staticmethod
+    def pass_starting() -> None:
+        """Freeze the heap as it is (modules, the suite, the target, open connections), so no
+        collection scans it again while the pass measures: at 256 streams in flight a full
+        collection of it took 55 ms mid-pass. No collection first (over a test process's heap
+        it costs more than a short pass); ``restore`` unfreezes it at the end."""
+        gc.freeze()
 
     def pass_ended(self) -> None:
         """Nothing is in flight: collect what the pass left, before the next pass freezes it
