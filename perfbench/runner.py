@@ -157,7 +157,7 @@ class Runner:
         self.follower = False
         self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
-        self.collector = Collector()  # made again by run(): it notes the collector's state
+        self.collector = Collector()
 
     def tasks_in_flight(self) -> int:
         """Tasks running now (the live view's "in flight")."""
@@ -180,7 +180,6 @@ class Runner:
             limit = split(self.aimd.limit, self.share) if self.follower else self.aimd.limit
             self._gate = Gate(limit)
         self.monitor = ClientMonitor(self.clock)
-        self.collector = Collector()
         self.collector.pause()
         try:
             await self._passes()
@@ -441,10 +440,12 @@ class Collector:
     VALVE = 50_000  # young tracked objects (allocations less frees) since the last collection
 
     def __init__(self) -> None:
-        self._was_on = gc.isenabled()
+        self._was_on = False
         self._tasks = 0
 
     def pause(self) -> None:
+        """Off for the run; ``restore`` turns it on again only if it was on now."""
+        self._was_on = gc.isenabled()
         gc.disable()
 
     @staticmethod

@@ -75,14 +75,7 @@ class Parser:
             elif line:
                 self._line(line.decode("utf-8", "replace"), out)
             else:
-                data = self._data
-                if data:
-                    out.append(
-                        Event(
-                            self._name or "message", data[0] if len(data) == 1 else "\n".join(data)
-                        )
-                    )
-                self._name, self._data = "", []
+                self._dispatch(out)
         return out
 
     def close(self) -> list[Event]:
@@ -94,11 +87,18 @@ class Parser:
         self._line("", out)  # the end of the body dispatches, as a blank line would
         return out
 
+    def _dispatch(self, out: list[Event]) -> None:
+        """A blank line: the event gathered so far, if it has data, and a fresh one."""
+        data = self._data
+        if data:
+            out.append(
+                Event(self._name or "message", data[0] if len(data) == 1 else "\n".join(data))
+            )
+        self._name, self._data = "", []
+
     def _line(self, line: str, out: list[Event]) -> None:
         if not line:
-            if self._data:
-                out.append(Event(self._name or "message", "\n".join(self._data)))
-            self._name, self._data = "", []
+            self._dispatch(out)
             return
         if line[0] == ":":
             return
