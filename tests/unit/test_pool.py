@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
-from perfbench.targets.pool import Pool, _Started
+from perfbench.targets.pool import Arrivals, Pool, _Started
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 
@@ -125,6 +127,20 @@ def test_started_can_be_cancelled_while_suspended() -> None:
 HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 20\r\n\r\n"
 
 
+def answer(
+    listener: socket.socket, asked: Callable[[], object], go: threading.Event, body: bytes
+) -> None:
+    """Serve one connection: read its request, send HEADERS, say so, then the body on ``go``."""
+    conn, _ = listener.accept()
+    with conn:
+        while b"\r\n\r\n" not in conn.recv(65536):
+            pass
+        conn.sendall(HEADERS)
+        asked()
+        go.wait(5)
+        conn.sendall(body)
+
+
 def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them() -> None:
     """Two streams get their first bytes in the same loop pass; the task that runs first then
     holds the loop for 1 s. The other stream's bytes still carry their arrival time: the
@@ -134,14 +150,7 @@ def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them
     go = threading.Event()
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            while b"\r\n\r\n" not in conn.recv(65536):
-                pass
-            conn.sendall(HEADERS)
-            both_asked.wait(5)
-            go.wait(5)
-            conn.sendall(b"data: token\n\n" + b"data: x\n\n"[:7])
+        answer(listener, lambda: both_asked.wait(5), go, b"data: token\n\n" + b"data: x\n\n"[:7])
 
     servers = [threading.Thread(target=serve, daemon=True) for _ in range(2)]
     for thread in servers:
@@ -187,3 +196,127 @@ def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them
     assert read_b - read_a >= 1.0  # the second stream was read after the first's hold
     assert abs(arrived_b - arrived_a) < 0.5  # but both were timed at their (shared) arrival
     assert arrived_a <= read_a and arrived_b <= read_b - 1.0
+
+
+class _Watched:
+    seen: float | None = None
+
+
+class _Transport(asyncio.BaseTransport):
+    def __init__(self, sock: socket.socket, tls: bool = False) -> None:
+        super().__init__()
+        self._extra = {"socket": sock, "sslcontext": object() if tls else None}
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return self._extra.get(name, default)
+
+
+@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
+def test_arrivals_stamp_unread_bytes_once_and_never_bytes_already_read() -> None:
+    arrivals = Arrivals()
+    ours, theirs = socket.socketpair()
+    handler = _Watched()
+    try:
+        assert arrivals.watch(_Transport(ours), handler) == ours.fileno()
+        arrivals.poll()
+        assert handler.seen is None  # nothing arrived yet
+        theirs.sendall(b"a")
+        before = time.monotonic()
+        arrivals.poll()
+        stamp = handler.seen
+        assert stamp is not None and before <= stamp <= time.monotonic()
+        theirs.sendall(b"b")
+        arrivals.poll()
+        assert handler.seen == stamp  # the earliest unread bytes keep their stamp
+        # The loop reads them (and the handler takes its stamp); more come and are read before
+        # the next poll: that poll must not stamp bytes that are gone.
+        assert ours.recv(10) == b"ab"
+        handler.seen = None
+        theirs.sendall(b"c")
+        assert ours.recv(10) == b"c"
+        arrivals.poll()
+        assert handler.seen is None
+    finally:
+        arrivals.close()
+        ours.close()
+        theirs.close()
+
+
+@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
+def test_arrivals_leave_tls_alone_and_a_reused_fd_to_its_new_connection() -> None:
+    arrivals = Arrivals()
+    ours, theirs = socket.socketpair()
+    try:
+        # Under TLS a readable socket need not hold bytes for the protocol: never stamped.
+        assert arrivals.watch(_Transport(ours, tls=True), _Watched()) == -1
+        new = _Watched()
+        fd = arrivals.watch(_Transport(ours), new)
+        arrivals.forget(fd, _Watched())  # an old connection that had the same fd
+        theirs.sendall(b"x")
+        arrivals.poll()
+        assert new.seen is not None
+        arrivals.forget(fd, new)
+        new.seen = None
+        theirs.sendall(b"y")
+        arrivals.poll()
+        assert new.seen is None
+    finally:
+        arrivals.close()
+        ours.close()
+        theirs.close()
+
+
+def _loops() -> list[object]:
+    factories: list[object] = [asyncio.new_event_loop]
+    try:
+        import uvloop
+    except ImportError:
+        return factories
+    return [*factories, uvloop.new_event_loop]
+
+
+@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
+@pytest.mark.parametrize("loop_factory", _loops(), ids=lambda f: f.__module__.split(".")[0])
+def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
+    loop_factory: Any,
+) -> None:
+    """The loop reads a socket only after every callback queued before the bytes came has run.
+    perfbench polls its connections between its own steps, so bytes that arrive in the middle
+    of a long loop pass are timed from the first poll after they came, not the pass's end."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    asked, go = threading.Event(), threading.Event()
+
+    threading.Thread(
+        target=answer, args=(listener, asked.set, go, b"data: token\n\n"), daemon=True
+    ).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
+    got: dict[str, float] = {}
+
+    async def main() -> None:
+        pool = Pool(1)
+        try:
+            async with pool.post(url, b"{}", {}, 10.0, lambda: None) as response:
+                asked.wait(5)
+                # One long pass of the client's own work: the bytes come during it, perfbench
+                # polls (as it does when a request goes out or a chunk is read), work goes on.
+                go.set()
+                time.sleep(0.2)  # noqa: ASYNC251 (the client busy: the loop is held)
+                got["poll"] = time.monotonic()
+                assert pool._arrivals is not None
+                pool._arrivals.poll()
+                got["polled"] = time.monotonic()
+                time.sleep(0.5)  # noqa: ASYNC251
+                async for _ in response.aiter_bytes():
+                    got["read"] = time.monotonic()
+                    got["arrived"] = getattr(response, "arrived", None) or got["read"]
+                    break
+        finally:
+            await pool.aclose()
+
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:  # type: ignore[arg-type]
+            runner.run(main())
+    finally:
+        listener.close()
+    assert got["poll"] <= got["arrived"] <= got["polled"]  # not when read, 0.5 s later
+    assert got["read"] - got["polled"] >= 0.5
