@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from perfbench.mock.profile import Profile
 from perfbench.mock.service import KEY_HEADER, Plan, Service
+from perfbench.stamps import SocketStamps, StampedProtocol
 
 SPIN_S = 0.0015  # --precise: how long before a due time the server stops sleeping on a timer
 
@@ -45,6 +47,7 @@ class MockServer:
         self.spin = SPIN_S if precise else 0.0
         self.service: Service | None = None
         self._runner: web.ServerRunner | None = None
+        self._stamps = SocketStamps()
 
     @property
     def url(self) -> str:
@@ -56,7 +59,7 @@ class MockServer:
         self.service = Service(self.profile, self.seed, loop.time)
         if self.timings:
             self.service.stats.timings = {}
-        server = web.Server(self._handle, access_log=None)
+        server = _stamping_server(self._stamps)(self._handle, access_log=None)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
@@ -71,11 +74,17 @@ class MockServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self._stamps.close()
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         assert self.service is not None
-        arrival = time.monotonic()  # not uvloop's loop.time(): that is a cached ms clock
+        poll = self._stamps.poll
+        poll()
+        # When the request's bytes reached the socket (time.monotonic, not uvloop's cached
+        # millisecond loop.time()): every due time counts from there, not from this task's start.
+        arrival = _take_arrival(request)
         body = await request.read()
+        _take_arrival(request)  # the body's later bytes are not the next request's arrival
         # aiohttp's headers are case-insensitive already: no per-request copy.
         plan = self.service.handle(request.method, request.path, request.headers, body)
         timing = self.service.stats.time_request(request.headers.get(KEY_HEADER), arrival)
@@ -83,12 +92,13 @@ class MockServer:
         try:
             if plan.delay:
                 await _sleep_until(arrival + plan.delay, self.spin)
+                poll()
                 late(time.monotonic() - arrival - plan.delay)
             if plan.frames is None:
                 if timing is not None:
                     timing[1] = time.monotonic()
                 return await _send_body(request, plan)
-            return await _send_stream(request, plan, arrival, late, timing, self.spin)
+            return await _send_stream(request, plan, arrival, late, timing, self.spin, poll)
         except ConnectionError:
             # The client hung up mid-response (a load tool stopping, a client timeout): normal
             # for a benchmark target, not an error to log with a traceback.
@@ -130,6 +140,7 @@ async def _send_stream(
     late: Callable[[float], None],
     timing: list[float] | None = None,
     spin: float = 0.0,
+    poll: Callable[[], None] = lambda: None,
 ) -> web.StreamResponse:
     frames = plan.frames
     assert frames is not None
@@ -143,6 +154,7 @@ async def _send_stream(
     i = 0
     while i < len(tokens):
         await _sleep_until(arrival + due[i], spin)
+        poll()  # other connections' requests that came meanwhile: their arrival is now at most
         elapsed = time.monotonic() - arrival
         if elapsed < due[i]:  # woken early (uvloop's timers are whole milliseconds): again
             continue
@@ -191,6 +203,43 @@ def _reset(request: web.BaseRequest) -> None:
 def _close(request: web.BaseRequest) -> None:
     if request.transport is not None:
         request.transport.close()
+
+
+def _take_arrival(request: web.BaseRequest) -> float:
+    take = getattr(request.protocol, "take", None)
+    return time.monotonic() if take is None else float(take())
+
+
+def _stamping_server(stamps: SocketStamps) -> type[web.Server]:
+    """aiohttp's low-level server, whose connections note when a request's first bytes came.
+
+    The loop reads a request only at its next poll, and the handler's task starts a pass
+    later; under load, both waited behind the other streams' writes, and the mock's holds
+    (and its ``--timings``) started that much late. ``stamps`` sees waiting bytes between the
+    server's own steps too (a read, a handler starting, a due write)."""
+
+    class Handler(StampedProtocol, RequestHandler):
+        first: float | None = None  # when the first bytes since the last ``take`` arrived
+
+        def data_received(self, data: bytes) -> None:
+            stamps.poll()  # the sockets this pass has yet to read: they are waiting now
+            now = self.stamps.arrived(self)
+            if self.first is None:
+                self.first = now
+            super().data_received(data)
+
+        def take(self) -> float:
+            """When the bytes read since the last call began to arrive (now, if none came)."""
+            first, self.first = self.first, None
+            return time.monotonic() if first is None else first
+
+    Handler.stamps = stamps
+
+    class Server(web.Server):
+        def __call__(self) -> RequestHandler:
+            return Handler(self, loop=self._loop, **self._kwargs)
+
+    return Server
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

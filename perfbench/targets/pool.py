@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
-import contextlib
 import functools
 import math
-import select
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -35,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
+from perfbench.stamps import SocketStamps, StampedProtocol
 from perfbench.targets.chat import ModelError, Response
 
 if TYPE_CHECKING:
@@ -62,7 +60,7 @@ class Pool:
         self._clients: list[httpx.AsyncClient] = []
         self._busy: list[int] = []
         self._session: aiohttp.ClientSession | None = None
-        self._arrivals: Arrivals | None = None
+        self._stamps: SocketStamps | None = None
         self._timeouts: dict[float, Any] = {}
 
     @asynccontextmanager
@@ -83,8 +81,8 @@ class Pool:
 
     def _build(self) -> None:
         if self._transport is None and _on_asyncio():
-            self._arrivals = Arrivals()
-            self._session = _aiohttp_session(self.concurrency, self._headers, self._arrivals)
+            self._stamps = SocketStamps()
+            self._session = _aiohttp_session(self.concurrency, self._headers, self._stamps)
             return
         shards = max(1, math.ceil(self.concurrency / SHARD))
         per = math.ceil(self.concurrency / shards) or None  # None: httpx's "no limit"
@@ -167,9 +165,9 @@ class Pool:
         if self._session is not None:
             await self._session.close()
             self._session = None
-        if self._arrivals is not None:
-            self._arrivals.close()
-            self._arrivals = None
+        if self._stamps is not None:
+            self._stamps.close()
+            self._stamps = None
 
 
 class _AiohttpResponse:
@@ -218,71 +216,6 @@ class _AiohttpResponse:
             protocol.watched = None
 
 
-class Arrivals:
-    """Notes when pooled connections hold unread bytes, between the event loop's own polls.
-
-    The loop reads a socket only when it next polls, after every callback already queued has
-    run. At 256 streams held 200 ms, a closed loop's completions come in waves and one loop
-    pass ran tens of ms of other tasks' work, so bytes were timed up to 50 ms after they
-    arrived (``tests/bench/client_figures.py --errors``). This is a second epoll set over the
-    same sockets, edge-triggered, polled without blocking (~0.5 µs) between steps of perfbench's
-    own work (a request going out, a chunk read); a socket found readable is stamped then, and
-    its bytes are timed from that stamp when the loop reads them. Plain TCP on Linux only:
-    elsewhere, and over TLS, bytes are timed when read, as before."""
-
-    __slots__ = ("_epoll", "_handlers")
-
-    def __init__(self) -> None:
-        epoll = getattr(select, "epoll", None)
-        self._epoll: Any = epoll() if epoll is not None else None
-        self._handlers: dict[int, Any] = {}
-
-    def watch(self, transport: asyncio.BaseTransport, handler: Any) -> int:
-        """Watch the transport's socket for ``handler`` (which gets ``seen``); its fd, or -1."""
-        sock = transport.get_extra_info("socket")
-        if self._epoll is None or sock is None or _is_tls(transport):
-            return -1
-        fd: int = sock.fileno()
-        try:
-            self._epoll.register(fd, select.EPOLLIN | select.EPOLLET)
-        except OSError:  # closed already
-            return -1
-        self._handlers[fd] = handler
-        return fd
-
-    def forget(self, fd: int, handler: Any) -> None:
-        # Only its own: a closed socket's fd may already be a new connection's, watched anew.
-        if self._handlers.get(fd) is handler:
-            del self._handlers[fd]
-            with contextlib.suppress(OSError):  # closed first: epoll dropped it then
-                self._epoll.unregister(fd)
-
-    def poll(self) -> None:
-        if not self._handlers:
-            return
-        # Edge-triggered: a socket is reported once per arrival, and not at all once its
-        # bytes have been read, so a stamp is never older than the bytes it times.
-        events = self._epoll.poll(0)
-        if events:
-            now = time.monotonic()
-            handlers = self._handlers
-            for fd, _ in events:
-                handler = handlers.get(fd)
-                if handler is not None and handler.seen is None:
-                    handler.seen = now
-
-    def close(self) -> None:
-        if self._epoll is not None:
-            self._epoll.close()
-        self._handlers.clear()
-
-
-def _is_tls(transport: asyncio.BaseTransport) -> bool:
-    # Under TLS a readable socket may carry no data for the protocol (a session ticket, a
-    # key update): a stamp taken then would time later bytes too early. Those are timed when read.
-    return any(transport.get_extra_info(key) is not None for key in ("sslcontext", "ssl_object"))
-
-
 def _on_asyncio() -> bool:
     try:
         asyncio.get_running_loop()
@@ -292,11 +225,11 @@ def _on_asyncio() -> bool:
 
 
 def _aiohttp_session(
-    concurrency: int, headers: dict[str, str] | None, arrivals: Arrivals
+    concurrency: int, headers: dict[str, str] | None, stamps: SocketStamps
 ) -> aiohttp.ClientSession:
     import aiohttp
 
-    connector = _connector_class(arrivals)(
+    connector = _connector_class(stamps)(
         limit=concurrency,
         limit_per_host=concurrency,
         keepalive_timeout=60,  # 0: no limit
@@ -305,11 +238,11 @@ def _aiohttp_session(
         connector=connector,
         headers=headers,
         auto_decompress=True,
-        request_class=_request_class(arrivals),
+        request_class=_request_class(stamps),
     )
 
 
-def _connector_class(arrivals: Arrivals) -> type[aiohttp.TCPConnector]:
+def _connector_class(stamps: SocketStamps) -> type[aiohttp.TCPConnector]:
     """aiohttp's connector, making connections whose protocol notes when body bytes arrive.
 
     The loop hands a connection its bytes as soon as the socket is readable, before any task
@@ -317,34 +250,24 @@ def _connector_class(arrivals: Arrivals) -> type[aiohttp.TCPConnector]:
     loop pass. At 64 streams in flight, a closed loop's tasks end and restart in waves, and a
     first token read behind a wave was timed up to 24 ms late at P99 (``tests/bench/
     client_figures.py --errors``). Timing tokens from the arrival instead leaves perfbench's
-    own processing out of TTFT and inter-token gaps; the task's end-to-end latency keeps it."""
+    own processing out of TTFT and inter-token gaps; the task's end-to-end latency keeps it.
+    The arrival is the first moment perfbench saw the bytes waiting (``stamps``), which it
+    checks between its own steps, not only when the loop next polls."""
     import aiohttp
     from aiohttp.client_proto import ResponseHandler
 
-    class StampingHandler(ResponseHandler):
+    class StampingHandler(StampedProtocol, ResponseHandler):
         last = 0.0  # when bytes last arrived, on time.monotonic
         arrived: float | None = None  # when the first bytes not yet read arrived
         watched: aiohttp.StreamReader | None = None  # the body being read
-        seen: float | None = None  # when ``arrivals`` saw unread bytes waiting (None: not yet)
-        poll = arrivals.poll
-        _fd = -1
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            self._fd = arrivals.watch(transport, self)
-
-        def connection_lost(self, exc: BaseException | None) -> None:
-            arrivals.forget(self._fd, self)
-            super().connection_lost(exc)
+        poll = stamps.poll
 
         def data_received(self, data: bytes) -> None:
             if not data:  # aiohttp resuming a paused read: nothing arrived
                 super().data_received(data)
                 return
-            now = time.monotonic()
-            if self.seen is not None:  # waiting since then, while the loop ran other tasks
-                now, self.seen = self.seen, None
-            self.last = now
+            stamps.poll()  # the sockets this pass has yet to read: they are waiting now
+            now = self.last = self.stamps.arrived(self)
             body = self.watched
             if body is None or self.arrived is not None:
                 super().data_received(data)
@@ -353,6 +276,8 @@ def _connector_class(arrivals: Arrivals) -> type[aiohttp.TCPConnector]:
             super().data_received(data)
             if body.total_bytes != before:
                 self.arrived = now
+
+    StampingHandler.stamps = stamps
 
     class StampingConnector(aiohttp.TCPConnector):
         def __init__(self, **kwargs: Any) -> None:
@@ -365,7 +290,7 @@ def _connector_class(arrivals: Arrivals) -> type[aiohttp.TCPConnector]:
     return StampingConnector
 
 
-def _request_class(arrivals: Arrivals) -> type[aiohttp.ClientRequest]:
+def _request_class(stamps: SocketStamps) -> type[aiohttp.ClientRequest]:
     """aiohttp's request, calling ``on_sent`` as it goes out and, on Python 3.11, writing it at
     once as aiohttp does on 3.12+.
 
@@ -384,7 +309,7 @@ def _request_class(arrivals: Arrivals) -> type[aiohttp.ClientRequest]:
 
     class Request(aiohttp.ClientRequest):
         def write_bytes(self, *args: Any, **kwargs: Any) -> Any:
-            arrivals.poll()
+            stamps.poll()
             sent = on_sent.get()
             if sent is not None:
                 sent()

@@ -6,7 +6,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import select
+import socket
 import statistics
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -304,3 +308,46 @@ def test_timings_record_each_keyed_requests_arrival_and_first_write() -> None:
 
 def test_timings_are_off_unless_asked(server: MockServer) -> None:
     assert httpx.get(server.url + "/stats/timings").json() == {"timings": None}
+
+
+@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
+def test_a_request_that_came_while_the_server_was_busy_counts_from_when_it_was_seen() -> None:
+    """The mock's loop reads a request only at its next poll; under load that was late, and
+    every due time counted from there. It checks for waiting bytes between its own steps, and a
+    request seen then is timed from that check: here one while the loop was held 0.3 s."""
+    profile = Profile.model_validate({**QUICK, "ttft_ms": 0})
+    body = json.dumps({"model": "m", "messages": user("hi")}).encode()
+
+    def post(key: str) -> bytes:
+        return (
+            f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json"
+            f"\r\nx-perfbench-key: {key}\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+    def answer(conn: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+            data += conn.recv(65536)
+
+    with serve_in_thread(profile, timings=True) as srv:
+        loop: asyncio.AbstractEventLoop = srv._runner.server._loop  # type: ignore[union-attr]
+        conn = socket.create_connection((srv.host, srv.port))
+        conn.sendall(post("first"))  # the connection is open and watched
+        answer(conn)
+        sent, stamped = threading.Event(), {}
+
+        def busy() -> None:  # the server's own work, holding its loop
+            sent.wait(5)
+            time.sleep(0.05)
+            stamped["poll"] = time.monotonic()
+            srv._stamps.poll()  # as between its own steps
+            stamped["polled"] = time.monotonic()
+            time.sleep(0.3)
+
+        loop.call_soon_threadsafe(busy)
+        conn.sendall(post("second"))
+        sent.set()
+        answer(conn)
+        conn.close()
+        arrival, _ = httpx.get(srv.url + "/stats/timings").json()["timings"]["second"]
+    assert stamped["poll"] <= arrival <= stamped["polled"]  # not 0.3 s later, when read

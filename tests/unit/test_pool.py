@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfbench.targets.pool import Arrivals, Pool, _Started
+from perfbench.targets.pool import Pool, _Started
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 
@@ -198,74 +198,6 @@ def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them
     assert arrived_a <= read_a and arrived_b <= read_b - 1.0
 
 
-class _Watched:
-    seen: float | None = None
-
-
-class _Transport(asyncio.BaseTransport):
-    def __init__(self, sock: socket.socket, tls: bool = False) -> None:
-        super().__init__()
-        self._extra = {"socket": sock, "sslcontext": object() if tls else None}
-
-    def get_extra_info(self, name: str, default: object = None) -> object:
-        return self._extra.get(name, default)
-
-
-@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
-def test_arrivals_stamp_unread_bytes_once_and_never_bytes_already_read() -> None:
-    arrivals = Arrivals()
-    ours, theirs = socket.socketpair()
-    handler = _Watched()
-    try:
-        assert arrivals.watch(_Transport(ours), handler) == ours.fileno()
-        arrivals.poll()
-        assert handler.seen is None  # nothing arrived yet
-        theirs.sendall(b"a")
-        before = time.monotonic()
-        arrivals.poll()
-        stamp = handler.seen
-        assert stamp is not None and before <= stamp <= time.monotonic()
-        theirs.sendall(b"b")
-        arrivals.poll()
-        assert handler.seen == stamp  # the earliest unread bytes keep their stamp
-        # The loop reads them (and the handler takes its stamp); more come and are read before
-        # the next poll: that poll must not stamp bytes that are gone.
-        assert ours.recv(10) == b"ab"
-        handler.seen = None
-        theirs.sendall(b"c")
-        assert ours.recv(10) == b"c"
-        arrivals.poll()
-        assert handler.seen is None
-    finally:
-        arrivals.close()
-        ours.close()
-        theirs.close()
-
-
-@pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
-def test_arrivals_leave_tls_alone_and_a_reused_fd_to_its_new_connection() -> None:
-    arrivals = Arrivals()
-    ours, theirs = socket.socketpair()
-    try:
-        # Under TLS a readable socket need not hold bytes for the protocol: never stamped.
-        assert arrivals.watch(_Transport(ours, tls=True), _Watched()) == -1
-        new = _Watched()
-        fd = arrivals.watch(_Transport(ours), new)
-        arrivals.forget(fd, _Watched())  # an old connection that had the same fd
-        theirs.sendall(b"x")
-        arrivals.poll()
-        assert new.seen is not None
-        arrivals.forget(fd, new)
-        new.seen = None
-        theirs.sendall(b"y")
-        arrivals.poll()
-        assert new.seen is None
-    finally:
-        arrivals.close()
-        ours.close()
-        theirs.close()
-
-
 def _loops() -> list[object]:
     factories: list[object] = [asyncio.new_event_loop]
     try:
@@ -302,8 +234,8 @@ def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
                 go.set()
                 time.sleep(0.2)  # noqa: ASYNC251 (the client busy: the loop is held)
                 got["poll"] = time.monotonic()
-                assert pool._arrivals is not None
-                pool._arrivals.poll()
+                assert pool._stamps is not None
+                pool._stamps.poll()
                 got["polled"] = time.monotonic()
                 time.sleep(0.5)  # noqa: ASYNC251
                 async for _ in response.aiter_bytes():

@@ -1,0 +1,89 @@
+"""SocketStamps: when a socket was first seen holding unread bytes, between loop polls."""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import time
+
+import pytest
+
+from perfbench.stamps import SocketStamps
+
+pytestmark = pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
+
+
+class _Watched:
+    seen: float | None = None
+
+
+class _Transport(asyncio.BaseTransport):
+    def __init__(self, sock: socket.socket, tls: bool = False) -> None:
+        super().__init__()
+        self._extra = {"socket": sock, "sslcontext": object() if tls else None}
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return self._extra.get(name, default)
+
+
+def test_unread_bytes_are_stamped_once_and_bytes_already_read_never() -> None:
+    stamps = SocketStamps()
+    ours, theirs = socket.socketpair()
+    handler = _Watched()
+    try:
+        assert stamps.watch(_Transport(ours), handler) == ours.fileno()
+        stamps.poll()
+        assert handler.seen is None  # nothing arrived yet
+        theirs.sendall(b"a")
+        before = time.monotonic()
+        stamps.poll()
+        stamp = handler.seen
+        assert stamp is not None and before <= stamp <= time.monotonic()
+        theirs.sendall(b"b")
+        stamps.poll()
+        assert handler.seen == stamp  # the earliest unread bytes keep their stamp
+        # The loop reads them (and the handler takes its stamp); more come and are read before
+        # the next poll: that poll must not stamp bytes that are gone.
+        assert ours.recv(10) == b"ab"
+        handler.seen = None
+        theirs.sendall(b"c")
+        assert ours.recv(10) == b"c"
+        stamps.poll()
+        assert handler.seen is None
+    finally:
+        stamps.close()
+        ours.close()
+        theirs.close()
+
+
+def test_stamps_leave_tls_alone_and_a_reused_fd_to_its_new_connection() -> None:
+    stamps = SocketStamps()
+    ours, theirs = socket.socketpair()
+    try:
+        # Under TLS a readable socket need not hold bytes for the protocol: never stamped.
+        assert stamps.watch(_Transport(ours, tls=True), _Watched()) == -1
+        new = _Watched()
+        fd = stamps.watch(_Transport(ours), new)
+        stamps.forget(fd, _Watched())  # an old connection that had the same fd
+        theirs.sendall(b"x")
+        stamps.poll()
+        assert new.seen is not None
+        stamps.forget(fd, new)
+        new.seen = None
+        theirs.sendall(b"y")
+        stamps.poll()
+        assert new.seen is None
+    finally:
+        stamps.close()
+        ours.close()
+        theirs.close()
+
+
+def test_a_read_takes_the_stamp_once_and_is_timed_now_without_one() -> None:
+    handler = _Watched()
+    handler.seen = 12.5
+    assert SocketStamps.arrived(handler) == 12.5
+    assert handler.seen is None
+    before = time.monotonic()
+    assert before <= SocketStamps.arrived(handler) <= time.monotonic()
