@@ -3,6 +3,7 @@ it holds no measurement logic of its own."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -581,8 +582,9 @@ def sweep(
 
     Without --concurrency or --rates, doubles concurrency from 1 until errors/429s pass the
     budget, P95 grows past --p95-factor, or throughput stops growing; then bisects between
-    the last good and the first bad level. Example:
-    [bold]perfbench sweep cases/ -t mock+http:rate-limited --runs 1[/]
+    the last good and the first bad level.
+
+    Example: [bold]perfbench sweep cases/ -t mock+http:rate-limited --runs 1[/]
     """
     levels = _numbers(concurrency, "--concurrency")
     rate_levels = _numbers(rates, "--rates")
@@ -1193,6 +1195,24 @@ def mock_profiles() -> None:
     with _errors():
         for name in shipped():
             out.print(f"[bold]{name:<14}[/] {load_profile(name).description}", highlight=False)
+
+
+def _reflow(doc: str) -> str:
+    """A docstring as help: each paragraph one line, for rich to wrap to the terminal. typer
+    keeps a docstring's line breaks after its first paragraph, so a paragraph written for an
+    editor's width came out ragged in a narrower terminal."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _reflow_help(*apps: typer.Typer) -> None:
+    for each in apps:
+        for command in each.registered_commands:
+            if command.help is None and command.callback is not None:
+                command.help = _reflow(command.callback.__doc__ or "")
+
+
+_reflow_help(app, cases_app, mock_app)
 
 
 def main() -> None:

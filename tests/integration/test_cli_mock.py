@@ -31,3 +31,13 @@ def test_mock_serve_prints_its_url_and_serves() -> None:
     with mock_process("default", "--seed", "3") as url:
         health = httpx.get(url + "/health").json()
     assert health == {"status": "ok", "profile": "default"}
+
+
+def test_help_paragraphs_wrap_to_the_terminal_not_to_the_source() -> None:
+    """A docstring's paragraphs are re-flowed: in a wide terminal each is one line, where
+    typer kept the source's line breaks (ragged help in a terminal narrower than the editor)."""
+    result = CliRunner().invoke(app, ["calibrate", "--help"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0
+    assert "the client. Short non-streaming calls at 64 in flight (calls/s" in result.output
+    sweep = CliRunner().invoke(app, ["sweep", "--help"], env={"COLUMNS": "250"}).output
+    assert "\n Example: perfbench sweep cases/" in sweep  # a paragraph of its own
