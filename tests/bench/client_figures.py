@@ -13,7 +13,11 @@ Prints, each measured in the same sitting as its reference:
    three runs (their median and each), then one against `mock serve --precise`; perfbench
    runs with the command line's default ramp-up (one slot per ms) and the raw client ramps the
    same way; at 256 a run with every slot starting at once (--ramp-up 0) shows what the ramp
-   is for;
+   is for. Two errors each: against the profile's nominal timing (the mock's own lateness
+   included: under load it is most of the error), and "client-only", against what the mock
+   recorded doing (`--timings`: when it first saw the request waiting, when it wrote the first
+   token). The latter is both transits plus the client's own delays, and any lateness of the
+   mock's arrival stamp: an upper bound on the client's distortion;
 4. in-process zero-latency mock (no sockets): tasks/s with 2 worker processes over 1.
 
 Usage: python tests/bench/client_figures.py [--quick] [--errors (3 only)]
@@ -284,8 +288,8 @@ def errors(folder: Path, quick: bool) -> None:
             f"client-only TTFT error P99 {_runs(alone_p99)}; the mock's own lateness P99 "
             f"{_runs(late_p99)}; {raw}"
         )
-        # `mock serve --precise` spins its last 1.5 ms to each due time: its own lateness
-        # leaves the error, and what is left is the client's and the kernel's.
+        # `mock serve --precise` spins its last 1.5 ms to each due time: its timer's lateness
+        # leaves the error, though at these loads its loop is busy and it is late anyway.
         with mock_process(folder / f"{name}.yaml", "--timings", "--precise", cpus=SERVER) as url:
             perfbench_run(folder, "mock+http", in_flight, total, stream=True, url=url)
             late = server_lateness(url)
