@@ -69,10 +69,11 @@ class SocketStamps:
                 if handler is not None and handler.seen is None:
                     handler.seen = now
 
-    @staticmethod
-    def arrived(handler: Stamped) -> float:
+    def arrived(self, handler: Stamped) -> float:
         """When the bytes the loop is handing ``handler`` now arrived (``time.monotonic``):
-        its stamp if a poll saw them waiting, else now. Call once per read."""
+        its stamp if a poll saw them waiting, else now. Call once per read; it polls first,
+        for the sockets the loop's pass has yet to read: they are waiting now."""
+        self.poll()
         seen = handler.seen
         if seen is None:
             return time.monotonic()

@@ -222,7 +222,6 @@ def _stamping_server(stamps: SocketStamps) -> type[web.Server]:
         first: float | None = None  # when the first bytes since the last ``take`` arrived
 
         def data_received(self, data: bytes) -> None:
-            stamps.poll()  # the sockets this pass has yet to read: they are waiting now
             now = self.stamps.arrived(self)
             if self.first is None:
                 self.first = now

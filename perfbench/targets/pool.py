@@ -266,7 +266,6 @@ def _connector_class(stamps: SocketStamps) -> type[aiohttp.TCPConnector]:
             if not data:  # aiohttp resuming a paused read: nothing arrived
                 super().data_received(data)
                 return
-            stamps.poll()  # the sockets this pass has yet to read: they are waiting now
             now = self.last = self.stamps.arrived(self)
             body = self.watched
             if body is None or self.arrived is not None:

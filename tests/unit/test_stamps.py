@@ -81,9 +81,29 @@ def test_stamps_leave_tls_alone_and_a_reused_fd_to_its_new_connection() -> None:
 
 
 def test_a_read_takes_the_stamp_once_and_is_timed_now_without_one() -> None:
-    handler = _Watched()
+    stamps, handler = SocketStamps(), _Watched()
     handler.seen = 12.5
-    assert SocketStamps.arrived(handler) == 12.5
+    assert stamps.arrived(handler) == 12.5
     assert handler.seen is None
     before = time.monotonic()
-    assert before <= SocketStamps.arrived(handler) <= time.monotonic()
+    assert before <= stamps.arrived(handler) <= time.monotonic()
+    stamps.close()
+
+
+def test_a_read_stamps_the_other_sockets_with_bytes_waiting() -> None:
+    """Each read the loop hands a protocol is a moment perfbench runs: the sockets the loop's
+    pass has yet to read are stamped then, not when the pass reaches them."""
+    stamps = SocketStamps()
+    (a, a_peer), (b, b_peer) = socket.socketpair(), socket.socketpair()
+    reading, waiting = _Watched(), _Watched()
+    try:
+        stamps.watch(_Transport(a), reading)
+        stamps.watch(_Transport(b), waiting)
+        b_peer.sendall(b"x")
+        before = time.monotonic()
+        stamps.arrived(reading)
+        assert waiting.seen is not None and before <= waiting.seen <= time.monotonic()
+    finally:
+        stamps.close()
+        for sock in (a, a_peer, b, b_peer):
+            sock.close()
