@@ -173,9 +173,12 @@ async def _send_stream(
             i += 1
         if timing is not None and timing[1] != timing[1]:  # NaN: the first token write
             timing[1] = time.monotonic()
+        if i == len(tokens):  # the last tokens, the closing events and the end: one write
+            batch.extend(frames.tail)
+            await response.write_eof(b"".join(batch))
+            return response
         await response.write(b"".join(batch))
-    await response.write(b"".join(frames.tail))
-    await response.write_eof()
+    await response.write_eof(b"".join(frames.tail))
     return response
 
 

@@ -334,9 +334,10 @@ def test_a_request_that_came_while_the_server_was_busy_counts_from_when_it_was_s
         conn = socket.create_connection((srv.host, srv.port))
         conn.sendall(post("first"))  # the connection is open and watched
         answer(conn)
-        sent, stamped = threading.Event(), {}
+        holding, sent, stamped = threading.Event(), threading.Event(), {}
 
         def busy() -> None:  # the server's own work, holding its loop
+            holding.set()
             sent.wait(5)
             time.sleep(0.05)
             stamped["poll"] = time.monotonic()
@@ -345,6 +346,7 @@ def test_a_request_that_came_while_the_server_was_busy_counts_from_when_it_was_s
             time.sleep(0.3)
 
         loop.call_soon_threadsafe(busy)
+        holding.wait(5)  # the loop is held: it cannot read the request before the poll
         conn.sendall(post("second"))
         sent.set()
         answer(conn)
