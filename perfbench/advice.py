@@ -12,7 +12,7 @@ from perfbench.calibration import NEAR
 
 SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs
-LAG_WARN_S = 0.005  # event-loop lag at P99 above which latencies include the client's delay
+LAG_WARN_S = 0.005  # event-loop lag at P99 above which requests go out late (a warning)
 CPU_WARN = 0.9  # share of one core the client used
 WAIT_WARN_S = 0.005  # a model call's wait for its request to go out, at P95
 
@@ -134,9 +134,10 @@ def _client(client: Mapping[str, Any] | None) -> Iterable[str]:
     lag = (client.get("loop_lag") or {}).get("p99")
     if lag is not None and lag > LAG_WARN_S:
         yield (
-            f"perfbench's event loop was {lag * 1e3:.1f} ms late at P99: latencies include "
-            "the client's own delay. Add --workers (one process per core), lower --concurrency "
-            "(or the rate), or run perfbench on a less loaded machine."
+            f"perfbench's event loop was {lag * 1e3:.1f} ms late at P99: requests went out "
+            "late, so the load offered was not the load planned, and task latencies may "
+            "include the client's own delay. Add --workers (one process per core), lower "
+            "--concurrency (or the rate), or run perfbench on a less loaded machine."
         )
     share = client.get("cpu_share")
     if share is not None and share > CPU_WARN:
