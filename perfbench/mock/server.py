@@ -138,9 +138,9 @@ async def _send_stream(
     plan: Plan,
     arrival: float,
     late: Callable[[float], None],
-    timing: list[float] | None = None,
-    spin: float = 0.0,
-    poll: Callable[[], None] = lambda: None,
+    timing: list[float] | None,
+    spin: float,
+    poll: Callable[[], None],
 ) -> web.StreamResponse:
     frames = plan.frames
     assert frames is not None
