@@ -225,9 +225,12 @@ def _stamping_server(stamps: SocketStamps) -> type[web.Server]:
         first: float | None = None  # when the first bytes since the last ``take`` arrived
 
         def data_received(self, data: bytes) -> None:
-            now = self.stamps.arrived(self)
-            if self.first is None:
-                self.first = now
+            # aiohttp calls this with no bytes to resume a paused read (as the body is read):
+            # nothing arrived, and a stamp taken then would belong to the next request.
+            if data:
+                now = self.stamps.arrived(self)
+                if self.first is None:
+                    self.first = now
             super().data_received(data)
 
         def take(self) -> float:

@@ -9,8 +9,8 @@ Prints, each measured in the same sitting as its reference:
    client sending the same request, alternated three times, medians and their ratio;
 2. streamed tokens/s, 1,000-token streams at 16 in flight, the same two clients;
 3. latency error against the mock's known timing: TTFT at 8 and 64 in flight (50 ms TTFT, 5 ms
-   gaps), TTFT and end-to-end at 256 in flight with every request held 200 ms; at 64 and 256
-   three runs (their median and each), then one against `mock serve --precise`; perfbench
+   gaps), TTFT and end-to-end at 256 in flight with every request held 200 ms; three runs at
+   each level (their median and each), then one against `mock serve --precise`; perfbench
    runs with the command line's default ramp-up (one slot per ms) and the raw client ramps the
    same way; at 256 a run with every slot starting at once (--ramp-up 0) shows what the ramp
    is for. Two errors each: against the profile's nominal timing (the mock's own lateness
@@ -216,14 +216,6 @@ def client_only_errors(url: str, done: list[dict[str, Any]]) -> list[float]:
     return errors
 
 
-def client_only(url: str, done: list[dict[str, Any]]) -> str:
-    errors = client_only_errors(url, done)
-    return (
-        f"client-only TTFT error P50 {statistics.median(errors) * 1e3:+.2f} ms, P99 "
-        f"{pct(errors, 99) * 1e3:+.2f} ms"
-    )
-
-
 def server_lateness(url: str) -> dict[str, float]:
     """How late the mock itself wrote what was due (its /stats): part of any error measured."""
     import httpx
@@ -237,17 +229,27 @@ def errors(folder: Path, quick: bool) -> None:
     # machine that caught ten tasks at once; over 4,000 it says how often such stalls come.
     (folder / "timed.yaml").write_text(TIMED)
     (folder / "held.yaml").write_text(HELD)
-    with mock_process(folder / "timed.yaml", "--timings", cpus=SERVER) as url:
-        perfbench_run(folder, "mock+http", 8, 200 if quick else 1000, stream=True, url=url)
-        late = server_lateness(url)
-        alone = client_only(url, samples(folder))
-        raw = raw_line(url, 8, 200 if quick else 1000, 0.050)
-    ttft = [d["ttft"] - 0.050 for d in samples(folder)]
+    runs = 1 if quick else 3
+    # At 8 in flight a P99 over 1,000 tasks is the 10 worst: one stall of the machine that
+    # caught eight tasks at once decides it. Three runs, as at the levels below.
+    ttft_p50, ttft_p99, alone_p50, alone_p99, late_p99 = [], [], [], [], []
+    for i in range(runs):
+        with mock_process(folder / "timed.yaml", "--timings", cpus=SERVER) as url:
+            perfbench_run(folder, "mock+http", 8, 200 if quick else 1000, stream=True, url=url)
+            late_p99.append(server_lateness(url)["p99_ms"])
+            alone = client_only_errors(url, samples(folder))
+            if i == 0:
+                raw = raw_line(url, 8, 200 if quick else 1000, 0.050)
+        ttft = [d["ttft"] - 0.050 for d in samples(folder)]
+        ttft_p50.append(statistics.median(ttft) * 1e3)
+        ttft_p99.append(pct(ttft, 99) * 1e3)
+        alone_p50.append(statistics.median(alone) * 1e3)
+        alone_p99.append(pct(alone, 99) * 1e3)
     print(
-        f"TTFT error at 8 in flight ({len(ttft)} tasks): P50 {statistics.median(ttft) * 1e3:+.2f}"
-        f" ms, P99 {pct(ttft, 99) * 1e3:+.2f} ms (target: P50 < 1 ms, P99 < 3 ms); the mock's "
-        f"own write lateness P50 {late['p50_ms']:.2f} ms, P99 {late['p99_ms']:.2f} ms; {alone}; "
-        f"{raw}"
+        f"TTFT error at 8 in flight ({len(ttft)} tasks per run, {runs} runs; target P50 < 1 ms, "
+        f"P99 < 3 ms): P50 {_runs(ttft_p50)}, P99 {_runs(ttft_p99)}; client-only P50 "
+        f"{_runs(alone_p50)}, P99 {_runs(alone_p99)}; the mock's own write lateness P99 "
+        f"{_runs(late_p99)}; {raw}"
     )
     # The same against `mock serve --precise`, which busy-waits its last 1.5 ms to each due
     # time instead of trusting a millisecond timer.
@@ -260,7 +262,6 @@ def errors(folder: Path, quick: bool) -> None:
         f"P99 {pct(ttft, 99) * 1e3:+.2f} ms; its own lateness P50 {late['p50_ms']:.3f} ms, "
         f"P99 {late['p99_ms']:.3f} ms"
     )
-    runs = 1 if quick else 3
     levels = (("timed", 64, 128 if quick else 2560, 0.050, 39 * 0.005),
               ("held", 256, 256 * (2 if quick else 16), 0.200, 0.0))  # fmt: skip
     for name, in_flight, total, ttft_s, rest_s in levels:

@@ -6,6 +6,7 @@ import asyncio
 import select
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,37 @@ def test_a_read_stamps_the_other_sockets_with_bytes_waiting() -> None:
         stamps.close()
         for sock in (a, a_peer, b, b_peer):
             sock.close()
+
+
+def test_the_mocks_reads_with_no_bytes_leave_the_next_requests_stamp_alone() -> None:
+    """aiohttp's server calls ``data_received(b"")`` to resume a paused read while a body is
+    read: nothing arrived. Taken then, the stamp of bytes already waiting would be spent, and the
+    next request timed from when the loop got round to reading it."""
+    from aiohttp import web
+
+    from perfbench.mock.server import _stamping_server
+
+    async def reply(request: web.BaseRequest) -> web.StreamResponse:
+        return web.Response()
+
+    async def handler_of(stamps: SocketStamps) -> Any:  # aiohttp's server wants a loop
+        return _stamping_server(stamps)(reply)()
+
+    stamps = SocketStamps()
+    ours, theirs = socket.socketpair()
+    try:
+        handler = asyncio.run(handler_of(stamps))
+        stamps.watch(_Transport(ours), handler)
+        theirs.sendall(b"POST / HTTP/1.1\r\n")  # the next request, not read yet
+        stamps.poll()
+        waiting = handler.seen
+        assert waiting is not None
+        handler.data_received(b"")
+        assert handler.first is None
+        time.sleep(0.01)
+        handler.data_received(ours.recv(100))
+        assert handler.take() == waiting
+    finally:
+        stamps.close()
+        ours.close()
+        theirs.close()
