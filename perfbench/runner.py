@@ -407,11 +407,13 @@ class Runner:
 def todo(
     suite: Suite, plan: Plan, skip: set[tuple[str, int, str, int]], phase: Phase, index: int
 ) -> list[tuple[Case, int]]:
-    """A pass's tasks (every worker's), less those a resumed run already has."""
+    """A pass's tasks (every worker's), less those a resumed run already has: round by round
+    (each case once, then each again), so the mix in flight stays the suite's all through the
+    pass, and a pass cut short has measured every case, not the first few."""
     return [
         (c, i)
-        for c in suite.cases
         for i in range(plan.repeat)
+        for c in suite.cases
         if (phase, index, c.id, i) not in skip
     ]
 

@@ -98,6 +98,21 @@ async def test_fixed_profile_gives_exact_latencies_and_percentiles(suite: Suite)
     assert summary["across_runs"]["overall"]["latency.p95"]["median"] == pytest.approx(0.790)
 
 
+async def test_a_pass_takes_the_cases_round_by_round(suite: Suite) -> None:
+    """Each case once, then each again: the mix in flight is the suite's all through a pass
+    (case by case, two tasks in flight would be both "chat", then both "tool"), and a pass
+    cut short has measured every case."""
+    runner, got, _ = make(
+        suite, MockAgent(fixed_profile()), Plan(runs=1, warmup=0, repeat=3, concurrency=2)
+    )
+    await runner.run()
+    started = sorted(got.samples, key=lambda s: s.start)
+    assert [(s.case, s.iteration) for s in started[:4]] == [
+        ("chat", 0), ("tool", 0), ("chat", 1), ("tool", 1)
+    ]  # fmt: skip
+    assert {s.start for s in started[:2]} == {0.0}  # in flight together: one of each
+
+
 def durations(samples: list[Sample]) -> dict[tuple[str, int, str, int], tuple[object, ...]]:
     return {
         s.key: (
