@@ -134,10 +134,11 @@ class Runner:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.clock = clock
         self.on_pass = on_pass
-        # A worker process runs its share of every pass: tasks j with (j mod concurrency) mod
-        # count == index (so its share of tasks matches its share of the concurrency), and
-        # open-loop arrivals j with j mod count == index (interleaved schedules).
+        # A worker process runs its share of every pass (``_mine``): closed loop, tasks in
+        # proportion to its share of the concurrency; open loop, every count-th arrival
+        # (interleaved schedules). Both deal by the case's place in the suite + the iteration.
         self.share = share
+        self._places = {case.id: k for k, case in enumerate(suite.cases)}
         self.concurrency = split(plan.concurrency, share)
         self.origin = origin  # workers: the parent's t0, so every sample shares one timeline
         self.gate = gate
@@ -220,7 +221,7 @@ class Runner:
                 await self._open_loop(self.plan.load, todo, phase, index, base)
             else:
                 mine = self._mine(len(todo))
-                queue = (task for j, task in enumerate(todo) if mine(j))
+                queue = (task for task in todo if mine(*task))
                 top = self.aimd.shape.maximum if self.aimd else 0
                 workers = split(top, self.share) if self.aimd else self.concurrency
                 starts = self._slot_starts(min(workers, len(todo)), base)
@@ -248,14 +249,19 @@ class Runner:
     def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
         return todo(self.suite, self.plan, self.skip, phase, index)
 
-    def _mine(self, n: int) -> Callable[[int], bool]:
+    def _mine(self, n: int) -> Callable[[Case, int], bool]:
+        """Whether a task (case, iteration) of a closed-loop pass of ``n`` is this worker's.
+        Worker k owns the global slots s ≡ k (mod workers), and takes tasks in proportion.
+        Dealt by case + iteration, so a worker's cases change round by round: dealt by the
+        task's place in the pass, 16 cases over 2 workers would give one worker the same 8
+        cases in every round, and the other the rest (a heavier or lighter share)."""
         at, count = self.share
         if count == 1:
-            return lambda j: True
-        if self.aimd is not None:  # the limit is split evenly, so are the tasks
-            return lambda j: j % count == at
-        slots = max(1, min(self.plan.concurrency, n))
-        return lambda j: (j % slots) % count == at
+            return lambda case, i: True
+        # Adaptive: the limit is split evenly, so are the tasks.
+        slots = count if self.aimd is not None else max(1, min(self.plan.concurrency, n))
+        place = self._places
+        return lambda case, i: ((place[case.id] + i) % slots) % count == at
 
     async def _open_loop(
         self,
@@ -278,9 +284,11 @@ class Runner:
         cap = None if rate.max_in_flight is None else max(1, split(rate.max_in_flight, self.share))
         async with anyio.create_task_group() as tg:
             arrivals = zip(itertools.cycle(todo), offsets, strict=False)
-            for j, ((case, _), offset) in enumerate(arrivals):
+            for (case, _), offset in arrivals:
                 iteration = seen[case.id] = seen.get(case.id, -1) + 1
-                if j % workers != at:  # another worker's arrival (numbered all the same)
+                # Another worker's arrival (every worker numbers them all the same); dealt by
+                # case + iteration as in a closed loop, so each worker's cases change per round.
+                if (self._places[case.id] + iteration) % workers != at:
                     continue
                 intended = base + offset
                 await sleep_until(self.clock, intended)

@@ -8,8 +8,10 @@ own target from the target string, and runs a Runner over its share of every pas
 
 - closed loop: worker k gets ``concurrency // N`` (+1 for the first ``concurrency % N``) tasks
   in flight and the tasks of those slots;
-- open loop: every worker computes the same seeded schedule and takes arrivals j ≡ k (mod N)
-  (interleaved schedules; one shared start time per pass, sent by the parent);
+- open loop: every worker computes the same seeded schedule and takes the arrivals whose
+  case's place in the suite + iteration ≡ k (mod N) (interleaved schedules; one shared start
+  time per pass, sent by the parent);
+- either way a worker's cases change from round to round (``Runner._mine``);
 - adaptive: the parent runs the one AIMD controller over every worker's samples (so a 429
   seen by one slows all) and sends each worker its share of the limit (which may be 0) and
   the hold the server asked for; workers follow.

@@ -280,6 +280,31 @@ async def test_a_worker_process_ramps_its_own_slots_interleaved_with_the_others(
     assert sorted(round(s.start, 6) for s in collect.samples) == [0.1, 0.3]
 
 
+@pytest.mark.parametrize("open_loop", [False, True], ids=["closed", "open"])
+async def test_two_workers_share_every_task_once_and_each_runs_every_case(
+    suite: Suite, open_loop: bool
+) -> None:
+    """Dealt by a task's place in the pass (round by round: chat, tool, chat, tool…), one of
+    two workers would run only "chat" and the other only "tool": unequal shares of the work."""
+    from perfbench.load import Rate
+
+    load = Rate(per_second=10) if open_loop else None
+    plan = Plan(runs=1, warmup=0, repeat=4, concurrency=2, workers=2, load=load)
+    mine: list[set[tuple[str, int]]] = []
+    for at in (0, 1):
+        collect = Collect()
+        recorder = Recorder(
+            Summarizer({c.id: c.timeout_s for c in suite.cases}), observers=[collect]
+        )
+        agent = MockAgent(fixed_profile())
+        await Runner(suite, agent, plan, recorder, share=(at, 2), origin=0.0).run()
+        mine.append({(s.case, s.iteration) for s in collect.samples})
+    assert mine[0].isdisjoint(mine[1])
+    assert mine[0] | mine[1] == {(c, i) for c in ("chat", "tool") for i in range(4)}
+    assert [{c for c, _ in tasks} for tasks in mine] == [{"chat", "tool"}] * 2
+    assert len(mine[0]) == len(mine[1]) == 4
+
+
 def test_auto_ramp_is_one_slot_per_millisecond_per_worker_and_closed_loops_only() -> None:
     from perfbench.load import Rate
 
