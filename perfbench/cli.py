@@ -11,7 +11,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from enum import IntEnum
@@ -749,7 +749,7 @@ def _load_run(ref: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, Any
     """A run's directory, meta and summary; the summary is recomputed from samples.jsonl when
     the run was killed before writing it."""
     run_dir = store.resolve_run(ref, root)
-    meta = store.read_json(run_dir / store.META)
+    meta = store.read_meta(run_dir)
     return run_dir, meta, store.read_summary(run_dir, meta)
 
 
@@ -830,7 +830,13 @@ def compare_(
     alpha: Annotated[float | None, typer.Option(help="Significance level (default 0.05).")] = None,
     strict: Annotated[
         bool | None,
-        typer.Option("--strict/--no-strict", help="Fail (exit 6) on an inconclusive result."),
+        typer.Option(
+            "--strict/--no-strict",
+            help=(
+                "Fail (exit 6) on an inconclusive result: a big change that is not significant "
+                "(more runs needed), or a run that did not complete."
+            ),
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Compare runs of different suites anyway.")
@@ -854,7 +860,8 @@ def compare_(
 
     Each metric's run-level values are tested (one-sided exact Mann-Whitney); a metric regresses
     when its median moved beyond its threshold and floor and p < alpha. Exit codes: 0 pass,
-    4 regression, 5 threshold breached, 6 inconclusive (with --strict), 3 perfbench error.
+    4 regression, 5 threshold breached, 6 inconclusive (with --strict: a change that needs more
+    runs, or a run that did not complete), 3 perfbench error.
     """
     with _errors():
         settings = config.compare_settings(config_file or config.find(Path.cwd()))
@@ -876,11 +883,13 @@ def compare_(
         if candidate_ref is not None:
             base_meta, base_summary = _load_side(baseline_ref, root)
             notes += _pair_notes(base_meta, cand_meta, force)
+            notes += _label_notes((baseline_ref, candidate_ref), root)
             notes += _run_notes(base_meta, "baseline")
             result = compare(base_summary, cand_summary, rules)
         checked = check_thresholds(cand_summary, thresholds)
     strict_on = strict if strict is not None else bool(settings.get("strict", False))
-    verdict = outcome(result, checked, strict_on)
+    complete = all(m.get("status") == "completed" for m in (base_meta, cand_meta))
+    verdict = outcome(result, checked, strict_on, complete)
     if result is not None:
         text = markdown.comparison(result, base_meta, cand_meta, checked, verdict, notes)
     else:
@@ -912,8 +921,8 @@ def _write_text(path: Path, text: str, append: bool = False) -> None:
 def _run_notes(meta: Mapping[str, Any], side: str) -> Iterator[str]:
     if meta.get("status") != "completed":
         yield (
-            f"the {side} run {meta['id']} is {meta.get('status')}: its summary covers only what "
-            f"was measured; finish it with `perfbench run --resume`"
+            f"the {side} run {meta['id']} did not complete ({meta.get('status')}): its summary "
+            f"covers only what was measured; finish it with `perfbench run --resume`"
         )
 
 
@@ -934,11 +943,44 @@ def _pair_notes(base: Mapping[str, Any], cand: Mapping[str, Any], force: bool) -
             "the runs were made on different hosts: latency differences may be the machine's; "
             "run baseline and candidate on the same runner"
         )
+    if base["id"] == cand["id"]:
+        notes.append("baseline and candidate are the same run")
+    if base.get("target") != cand.get("target"):
+        notes.append(
+            f"the runs measured different targets ({base.get('target')} vs {cand.get('target')})"
+        )
+    if base.get("load") != cand.get("load"):
+        notes.append(
+            f"the runs had different loads ({_load_text(base)} vs {_load_text(cand)}): "
+            "throughput and latency depend on the load as much as on the release"
+        )
     if base.get("perfbench_version") != cand.get("perfbench_version"):
         notes.append(
             f"perfbench versions differ ({base.get('perfbench_version')} vs "
             f"{cand.get('perfbench_version')})"
         )
+    return notes
+
+
+def _load_text(meta: Mapping[str, Any]) -> str:
+    load = meta.get("load") or {}
+    details = ", ".join(f"{k} {v}" for k, v in load.items() if k != "shape" and v is not None)
+    return f"{load.get('shape', '?')}" + (f": {details}" if details else "")
+
+
+def _label_notes(refs: Sequence[str], root: Path) -> list[str]:
+    """A label given to several runs names the newest: say so, since it may not be the one
+    meant (a re-run under the same label, a copied CI command)."""
+    notes = []
+    for ref in dict.fromkeys(refs):
+        if Path(ref).is_dir() or any(ch in ref for ch in "*?["):
+            continue
+        named = [r for r in store.list_runs(root) if r.meta.get("label") == ref]
+        if len(named) > 1:
+            notes.append(
+                f"label '{ref}' names {len(named)} runs; the newest, {named[-1].path.name}, was "
+                "used (give a run directory to choose another)"
+            )
     return notes
 
 

@@ -22,7 +22,11 @@ from typing import Any
 
 from perfbench.errors import GateError
 
-KNOWN = {"alpha", "gate", "scopes", "correction", "strict", "thresholds", "max_regression", "floor"}
+# Each key's TOML type, and how to write it (for the error when a value has another type).
+_LISTS = {"gate": 'gate = ["p50", "p95"]', "scopes": 'scopes = ["overall"]',
+          "thresholds": 'thresholds = ["p95<2s"]'}  # fmt: skip
+_TABLES = {"max_regression": 'max_regression = { p95 = "15%" }', "floor": 'floor = { p50 = "5ms" }'}
+KNOWN = {"alpha", "correction", "strict", *_LISTS, *_TABLES}
 
 
 def find(cwd: Path) -> Path | None:
@@ -51,7 +55,34 @@ def compare_settings(path: Path | None) -> dict[str, Any]:
         raise GateError(
             f"{path}: [compare] has unknown key '{unknown[0]}'; known: {', '.join(sorted(KNOWN))}"
         )
-    return table
+    return {key: _typed(path, key, value) for key, value in table.items()}
+
+
+def _typed(path: Path, key: str, value: Any) -> Any:
+    """The value if it has its key's type (a lone string stands for a list of one); else a
+    GateError saying how to write it. TOML's types are strict, so "no" is not false."""
+    if key in _LISTS:
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, list) and all(isinstance(v, str) for v in items):
+            return items
+        expected = f"a list of strings, as in {_LISTS[key]}"
+    elif key in _TABLES:
+        if isinstance(value, dict):
+            return value
+        expected = f"a table, as in {_TABLES[key]}"
+    elif key == "strict":
+        if isinstance(value, bool):
+            return value
+        expected = "true or false (no quotes)"
+    elif key == "alpha":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        expected = "a number, as in alpha = 0.05"
+    else:  # correction: its values are checked with the rules
+        if isinstance(value, str):
+            return value
+        expected = 'a string, as in correction = "auto"'
+    raise GateError(f"{path}: [compare] {key} should be {expected}; it is {value!r}")
 
 
 def _read(path: Path) -> dict[str, Any]:

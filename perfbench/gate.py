@@ -185,7 +185,16 @@ def check_thresholds(
     out = []
     for t in thresholds:
         path = BY_NAME[t.metric].path if t.metric in BY_NAME else t.metric
-        scope = across["overall"] if t.scope == "overall" else across[t.scope + "s"].get(t.key, {})
+        if t.scope == "overall":
+            scope = across["overall"]
+        else:
+            scopes = across[t.scope + "s"]
+            if t.key not in scopes:  # a typo, not a breach: nothing of the run is measured
+                raise GateError(
+                    f"threshold '{t.text}': the run has no {t.scope} '{t.key}'; it has "
+                    + ", ".join(f"'{k}'" for k in sorted(scopes))
+                )
+            scope = scopes[t.key]
         entry = scope.get(path)
         value = entry["median"] if entry else None
         out.append(ThresholdResult(t, value, value is not None and _OPS[t.op](value, t.limit)))
@@ -193,12 +202,17 @@ def check_thresholds(
 
 
 def outcome(
-    comparison: Comparison | None, thresholds: Sequence[ThresholdResult], strict: bool
+    comparison: Comparison | None,
+    thresholds: Sequence[ThresholdResult],
+    strict: bool,
+    complete: bool = True,
 ) -> Outcome:
+    """``complete``: every run compared finished (an interrupted or killed one measured only
+    part of what was planned, so with ``strict`` its pass is inconclusive)."""
     if comparison is not None and comparison.regressions:
         return "regression"
     if any(not r.ok for r in thresholds):
         return "threshold"
-    if strict and comparison is not None and comparison.inconclusive:
+    if strict and (not complete or (comparison is not None and comparison.inconclusive)):
         return "inconclusive"
     return "pass"

@@ -210,6 +210,14 @@ def owner() -> dict[str, Any]:
     return {"hostname": socket.gethostname(), "pid": os.getpid()}
 
 
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    """A run's meta.json for readers (show, compare, report): its status as ``status`` tells
+    it, so a run whose process was killed is not called running."""
+    meta: dict[str, Any] = read_json(run_dir / META)
+    meta["status"] = status(meta)
+    return meta
+
+
 def status(meta: dict[str, Any]) -> str:
     """The run's status for people: a run still marked running whose process is gone from
     this machine was killed, and is said to be so."""

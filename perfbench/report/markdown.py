@@ -133,7 +133,7 @@ def comparison(
     """The compare verdict as Markdown: what CI prints and appends to the job summary."""
     suite = cand_meta.get("suite", {})
     parts = [
-        f"## perfbench compare: {HEADLINES[outcome]}",
+        f"## perfbench compare: {_headline(outcome, result, (base_meta, cand_meta))}",
         "",
         f"Baseline {_name(base_meta)}, {result.runs[0]} runs → candidate {_name(cand_meta)}, "
         f"{result.runs[1]} runs; suite `{suite.get('name', '?')}` "
@@ -165,6 +165,21 @@ def comparison(
         "Mann-Whitney test on the run-level values.",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _headline(
+    outcome: Outcome, result: Comparison | None, metas: Sequence[Mapping[str, Any]]
+) -> str:
+    """The outcome; a pass that rests on too few runs or on a run that did not complete says
+    so (it exits 0 unless --strict, but a green tick would hide it)."""
+    doubts = []
+    if result is not None and result.inconclusive:
+        doubts.append("a change needs more runs to tell")
+    if any(m.get("status") != "completed" for m in metas):
+        doubts.append("a run did not complete")
+    if outcome != "pass" or not doubts:
+        return HEADLINES[outcome]
+    return f"⚠️ inconclusive ({'; '.join(doubts)}); exit 0 without --strict"
 
 
 def _gating(result: Comparison) -> str:
@@ -244,7 +259,11 @@ def thresholds_only(
     notes: Sequence[str] = (),
 ) -> str:
     """The verdict of ``perfbench compare RUN --threshold …`` (no baseline)."""
-    parts = [f"## perfbench thresholds: {HEADLINES[outcome]}", "", f"Run {_name(meta)}."]
+    parts = [
+        f"## perfbench thresholds: {_headline(outcome, None, (meta,))}",
+        "",
+        f"Run {_name(meta)}.",
+    ]
     parts += _threshold_section(thresholds)
     if notes:
         parts += ["", "### Warnings", "", *(f"- {n}" for n in notes)]

@@ -68,7 +68,7 @@ def load(ref: str, root: Path) -> RunData:
     """A run by directory, name or label; a run killed before its summary was written is
     summarised from its samples (its status, shown in the report, says it is incomplete)."""
     path = store.resolve_run(ref, root)
-    meta = store.read_json(path / store.META)
+    meta = store.read_meta(path)
     return RunData(path, meta, store.read_summary(path, meta))
 
 

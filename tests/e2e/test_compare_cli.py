@@ -4,6 +4,7 @@ differ by a known latency factor, then the verdict, the exit code and the Markdo
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,15 @@ models: {{sim: {{tokens_per_char: {{default: 0.25}}, prices_as: openai/gpt-4o}}}
 """
 
 
-def make_run(tmp: Path, name: str, ttft: int, label: str, suite: str = SUITE) -> None:
+def make_run(
+    tmp: Path, name: str, ttft: int, label: str, suite: str = SUITE, runs: int = 5, *more: str
+) -> None:
     (tmp / f"{name}.yaml").write_text(PROFILE.format(name=name, ttft=ttft))
     cases = tmp / f"cases-{label}"
-    cases.mkdir()
+    cases.mkdir(exist_ok=True)
     (cases / "suite.yaml").write_text(suite)
-    args = ["run", str(cases), "-t", f"mock:{tmp / name}.yaml", "--runs", "5", "--repeat", "4"]
+    target = f"mock:{tmp / name}.yaml"
+    args = ["run", str(cases), "-t", target, "--runs", str(runs), "--repeat", "4", *more]
     result = CliRunner().invoke(app, [*args, "--label", label, "--out", str(tmp / "runs"), "-q"])
     assert result.exit_code == 0, result.output
 
@@ -76,11 +80,67 @@ def test_json_verdict_for_scripts(runs: Path) -> None:
     assert row["candidate"]["median"] == pytest.approx(3 * row["baseline"]["median"], rel=0.3)
 
 
+def test_a_big_change_over_too_few_runs_is_headed_inconclusive_and_strict_fails_it(
+    tmp_path: Path,
+) -> None:
+    """Two runs a side cannot make a change significant (p ≥ 1/6): the rows say inconclusive,
+    and so must the heading, even where the exit is 0 (without --strict)."""
+    make_run(tmp_path, "fast", 20, "a", runs=2)
+    make_run(tmp_path, "slow", 60, "b", runs=2)
+    code, text = compare(tmp_path, "a", "b")
+    assert code == ExitCode.OK
+    assert text.startswith("## perfbench compare: ⚠️ inconclusive (a change needs more runs")
+    assert "exit 0 without --strict" in text.splitlines()[0]
+    assert compare(tmp_path, "a", "b", "--strict")[0] == ExitCode.INCONCLUSIVE == 6
+
+
+def test_a_run_that_did_not_complete_is_no_plain_pass(runs: Path, tmp_path: Path) -> None:
+    """A candidate cut short measured only part of what was planned: compared with itself
+    complete it changes nothing, yet the verdict must not read as a clean pass."""
+    root = runs / "runs"
+    source = next(
+        d for d in root.iterdir() if json.loads((d / "meta.json").read_text())["label"] == "v2"
+    )
+    cut = tmp_path / "cut"
+    shutil.copytree(source, cut)
+    meta = json.loads((cut / "meta.json").read_text())
+    (cut / "meta.json").write_text(json.dumps({**meta, "status": "interrupted", "label": "cut"}))
+    code, text = compare(runs, "v2", str(cut))
+    assert code == ExitCode.OK
+    assert text.startswith("## perfbench compare: ⚠️ inconclusive (a run did not complete)")
+    assert "did not complete (interrupted)" in text
+    assert compare(runs, "v2", str(cut), "--strict")[0] == ExitCode.INCONCLUSIVE
+
+
+def test_what_differs_between_the_runs_is_said(tmp_path: Path) -> None:
+    make_run(tmp_path, "fast", 20, "dup", SUITE, 1)
+    make_run(tmp_path, "fast", 20, "dup", SUITE, 1, "-c", "2")  # the same label again
+    make_run(tmp_path, "slow", 60, "other", SUITE, 1)
+    _, text = compare(tmp_path, "dup", "dup")
+    assert "- baseline and candidate are the same run" in text
+    assert "- label 'dup' names 2 runs; the newest," in text
+    oldest = sorted((tmp_path / "runs").iterdir())[0]
+    _, text = compare(tmp_path, str(oldest), "other")
+    assert "- the runs measured different targets (mock:" in text
+    assert "the runs had different loads" not in text  # both -c 1
+    _, text = compare(tmp_path, str(oldest), "dup")
+    assert "- the runs had different loads (fixed: concurrency 1" in text
+    assert "vs fixed: concurrency 2" in text
+
+
 def test_a_threshold_breach_has_its_own_exit_code(runs: Path) -> None:
     code, text = compare(runs, "v2", "--threshold", "ttft_p50<40ms", "--threshold", "error_rate<1%")
     assert code == ExitCode.THRESHOLD == 5
     assert "| `ttft_p50<40ms` |" in text and "❌ breached" in text
     assert compare(runs, "v1", "--threshold", "ttft_p50<40ms")[0] == ExitCode.OK
+    assert compare(runs, "v1", "--threshold", "ttft_p50{case=ask}<40ms")[0] == ExitCode.OK
+    # A case the run does not have is a typo to fix, not a breach to report.
+    typo = CliRunner().invoke(
+        app,
+        ["compare", "v1", "--threshold", "ttft_p50{case=asc}<40ms", "--root", str(runs / "runs")],
+    )
+    assert typo.exit_code == ExitCode.CONFIG
+    assert "the run has no case 'asc'; it has 'ask'" in typo.output
 
 
 def test_ci_outputs_step_summary_markdown_and_junit(
@@ -108,6 +168,21 @@ def test_settings_file_rules_and_strictness(runs: Path, tmp_path: Path) -> None:
     settings.write_text('[compare]\ngate = ["nope"]\n')
     code, _ = compare(runs, "v1", "v2", "--config", str(settings))
     assert code == ExitCode.CONFIG
+
+
+def test_settings_of_the_wrong_type_are_errors_and_a_lone_string_is_a_list(
+    runs: Path, tmp_path: Path
+) -> None:
+    settings = tmp_path / "perfbench.toml"
+    settings.write_text('[compare]\nstrict = "no"\n')  # a string, which Python finds true
+    result = CliRunner().invoke(
+        app, ["compare", "v1", "v2", "--config", str(settings), "--root", str(runs / "runs")]
+    )
+    assert result.exit_code == ExitCode.CONFIG
+    assert "strict should be true or false (no quotes); it is 'no'" in result.output
+    settings.write_text('[compare]\ngate = "error_rate"\n')  # read letter by letter before
+    code, text = compare(runs, "v1", "v2", "--config", str(settings))
+    assert code == ExitCode.OK and "Gated: error_rate (" in text
 
 
 def test_different_suites_are_refused_unless_forced(runs: Path, tmp_path: Path) -> None:

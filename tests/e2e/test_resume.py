@@ -82,6 +82,7 @@ def readable(run_dir: Path, root: Path, report_dir: Path) -> None:
     assert listed.exit_code == 0 and "killed" in listed.output, listed.output
     shown = runner.invoke(app, ["show", str(run_dir)])
     assert shown.exit_code == 0, shown.output
+    assert "killed" in shown.output and "running" not in shown.output  # as `list` says
     reported = runner.invoke(app, ["report", str(run_dir), "--out", str(report_dir)])
     assert reported.exit_code == 0, reported.output
 
