@@ -178,7 +178,10 @@ def run(
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."
+            help=(
+                "Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
+                "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."
+            )
         ),
     ] = None,
     api_key_env: Annotated[

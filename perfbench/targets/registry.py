@@ -118,9 +118,14 @@ def _model(spec: str, options: TargetOptions) -> Target:
         raise TargetError(_unknown(spec))
     key = _key(provider_name, provider, options)
     api = _api(provider.api, model)
+    base = options.base_url or provider.base_url
+    if provider.api == "anthropic" and not base.rstrip("/").endswith("/v1"):
+        # As the Anthropic SDK's base_url: the host, to which the API adds /v1/messages
+        # (OpenAI's SDK and servers put /v1 in the base URL; a /v1 here still works too).
+        base = base.rstrip("/") + "/v1"
     return ModelAgent(
         api,
-        options.base_url or provider.base_url,
+        base,
         name=spec,
         key=key,
         stream=options.stream,

@@ -162,3 +162,30 @@ def test_a_server_that_is_down_is_a_connect_error_on_the_production_transport(
     [sample] = samples
     assert (sample.status, sample.error_kind) == ("error", "connect_error")
     assert sample.error is not None and f"127.0.0.1:{port}" in sample.error
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
+def test_anthropic_base_url_is_taken_as_the_sdk_takes_it(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Anthropic SDK's base_url is the host (it adds /v1/messages); OpenAI's carries /v1.
+    `--base-url` follows each provider's convention, and a /v1 given to Anthropic still works."""
+    from perfbench.targets.registry import TargetOptions, resolve
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    profile = tmp_path / "fixed.yaml"
+    profile.write_text(PROFILE)
+    suite = load_suite([write_suite(tmp_path / "s.yaml", "cases: [{id: hi, input: Hello}]")])
+    samples: list[Sample] = []
+
+    async def measure(url: str) -> None:
+        agent = resolve("anthropic/m", TargetOptions(base_url=url + suffix))
+        recorder = Recorder(Summarizer({"hi": 60.0}), observers=[samples.append])
+        try:
+            await Runner(suite, agent, Plan(runs=1, warmup=0), recorder).run()
+        finally:
+            await agent.aclose()  # type: ignore[attr-defined]
+
+    with mock_process(profile) as url:
+        anyio.run(measure, url)
+    assert [(s.status, s.error_kind) for s in samples] == [("ok", None)]
