@@ -45,9 +45,10 @@ def _wait(overall: Mapping[str, Any]) -> Iterable[str]:
     if p95 is not None and p95 > WAIT_WARN_S:
         yield (
             f"Model calls waited {p95 * 1e3:.1f} ms at P95 before their request went out (for a "
-            "free connection in the client's pool, or a new connection's handshake). TTFT "
-            "counts from the request going out, but latency includes the wait: raise "
-            "--max-in-flight if it capped the connections, or check the target's connect time."
+            "new connection's handshake, or a free connection in the client's pool; retries' "
+            "backoffs are not counted). TTFT counts from the request going out, but latency "
+            "includes the wait: check the target's connect time (DNS, TLS, a proxy) and "
+            "whether it closes connections after each request, so that every call connects."
         )
 
 

@@ -142,19 +142,25 @@ class ModelCall:
     from ``sent()`` (the request leaving, after any wait for a pooled connection) when the
     client reports it, else from the step's start."""
 
-    __slots__ = ("_at", "_last", "_sent", "_step", "_task")
+    __slots__ = ("_at", "_last", "_sent", "_step", "_task", "_try")
 
     def __init__(self, task: Task, step: Step) -> None:
         self._task = task
         self._step = step
         self._last: float | None = None
         self._sent = step.start
+        self._try = step.start  # when the current attempt began
         self._at: float | None = None  # when the body's latest bytes arrived
+
+    def attempt(self) -> None:
+        """Another attempt begins (a retry, its backoff over): the step's ``wait`` counts the
+        time each attempt spent before its request went out, not the backoffs between them."""
+        self._try = self._task.now()
 
     def sent(self) -> None:
         """The request is being written (a retry calls this again)."""
         self._sent = self._task.now()
-        self._step.wait = self._sent - self._step.start
+        self._step.wait = (self._step.wait or 0.0) + self._sent - self._try
         self._last = None
         self._at = None
         self._step.ttft = None

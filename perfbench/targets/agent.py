@@ -149,6 +149,7 @@ class ModelAgent:
             task.retries += 1
             attempt += 1
             await anyio.sleep(delay)
+            call.attempt()
 
     async def _send(
         self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]

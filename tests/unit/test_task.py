@@ -85,3 +85,23 @@ def test_a_call_ends_when_its_last_bytes_arrived_and_a_failed_one_when_it_failed
     clock.now = 101.0
     failed.finish(tokens_in=None, tokens_out=None, status="error")
     assert t.steps[1].duration == pytest.approx(0.3)  # from 100.7 to the failure
+
+
+def test_the_wait_before_sending_counts_each_attempt_not_the_backoff_between_them() -> None:
+    """A retried call waited for a connection twice (0.2 s, then 0.05 s); the 2 s it slept
+    because the server said 429 is not a wait on the client, and the warning about slow
+    connections must not fire on it."""
+    clock = Ticks()
+    t = task(clock)
+    call = t.model_call("m")
+    clock.now = 100.2
+    call.sent()  # refused: 429, retry after 2 s
+    clock.now = 102.2
+    call.attempt()
+    clock.now = 102.25
+    call.sent()
+    clock.now = 102.5
+    call.arrived()
+    call.token()
+    assert t.steps[0].wait == pytest.approx(0.25)
+    assert t.steps[0].ttft == pytest.approx(0.25)  # from the request that was answered
