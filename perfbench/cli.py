@@ -3,6 +3,7 @@ it holds no measurement logic of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import math
@@ -11,7 +12,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from enum import IntEnum
@@ -164,6 +165,7 @@ def _root(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     cases: OptionalCasesArg = None,
     target: Annotated[
         str,
@@ -298,6 +300,7 @@ def run(
 
     Example: [bold]perfbench run cases/ --runs 5 --concurrency 4 --label v1.4.0[/]
     """
+    _check_given(ctx, resume is not None, rate is not None, adaptive)
     progress = _progress(quiet, as_json)
     with _errors():
         if resume is not None:
@@ -437,6 +440,41 @@ def _ramp(text: str) -> float | None:
     if not 0 <= seconds <= 3600:
         raise typer.BadParameter(f"--ramp-up takes seconds (0–3600) or auto, not {text!r}")
     return seconds
+
+
+# Options that shape a new run: a resumed run keeps the ones it recorded.
+_RESUME_KEEPS = {"resume", "quiet", "as_json", "strict"}
+_ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
+
+
+def _check_given(ctx: typer.Context, resuming: bool, rate: bool, adaptive: bool) -> None:
+    """Options given on the command line that the run would ignore are errors, not silence."""
+    given = [p for p in ctx.command.params if p.name and _on_command_line(ctx, p.name)]
+
+    def flags(names: Iterable[str]) -> str:
+        return ", ".join(max(p.opts, key=len) for p in given if p.name in names)
+
+    if resuming and (ignored := flags({p.name or "" for p in given} - _RESUME_KEEPS)):
+        raise typer.BadParameter(
+            f"--resume continues the run as it was started (its meta.json records the suite, "
+            f"target and plan): drop {ignored}, or start a new run"
+        )
+    if (rate or adaptive) and flags({"concurrency", "ramp_up"}):
+        raise typer.BadParameter(
+            f"{flags({'concurrency', 'ramp_up'})}: only for a fixed closed loop. With --rate "
+            "the rate sets the load (--max-in-flight caps it); with --adaptive, --start and "
+            "--max-concurrency bound it"
+        )
+    if not adaptive and (ignored := flags(_ADAPTIVE_ONLY)):
+        raise typer.BadParameter(f"{ignored}: only with --adaptive")
+    if not rate and flags({"arrival"}):
+        raise typer.BadParameter("--arrival: only with --rate")
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    # typer's click keeps ParameterSource in a private module: compared by name.
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def _load_shape(
@@ -1202,6 +1240,14 @@ def mock_serve(
             "costs the server a core under load. For measuring a client's own error."
         ),
     ] = False,
+    until_stdin_closes: Annotated[
+        bool,
+        typer.Option(
+            hidden=True,
+            help="Stop when standard input closes: a parent that spawned the server holds it "
+            "open, so the server ends with that parent, even one killed with SIGKILL.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the mock until stopped (Ctrl-C). Prints the base URL on its first line.
 
@@ -1223,6 +1269,8 @@ def mock_serve(
     # The URL alone on stdout's first line, flushed: scripts and tests read it.
     print(url, flush=True)
     err.print(f"perfbench mock: profile {loaded.name or profile}, seed {seed}; Ctrl-C stops.")
+    if until_stdin_closes:
+        _stop_when_closed(loop, sys.stdin.fileno())
     try:
         loop.run_forever()
     except KeyboardInterrupt:
@@ -1230,6 +1278,19 @@ def mock_serve(
     finally:
         loop.run_until_complete(server.stop())
         loop.close()
+
+
+def _stop_when_closed(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    def readable() -> None:
+        try:
+            if os.read(fd, 4096):
+                return  # nothing is expected on it; only its end matters
+        except OSError:
+            pass
+        loop.remove_reader(fd)
+        loop.stop()
+
+    loop.add_reader(fd, readable)
 
 
 @mock_app.command("profiles")

@@ -27,3 +27,6 @@ async def open_target(target: Target, stack: AsyncExitStack) -> None:
     aclose = getattr(target, "aclose", None)
     if aclose is not None:
         stack.push_async_callback(aclose)
+    prepare = getattr(target, "prepare", None)
+    if prepare is not None:  # clients made now, not in the first measured task
+        prepare()

@@ -59,6 +59,10 @@ class ModelAgent:
     def name(self) -> str:
         return self._name
 
+    def prepare(self) -> None:
+        """Make the HTTP clients before the first task (``open_target`` calls it)."""
+        self._pool.prepare()
+
     async def aclose(self) -> None:
         await self._pool.aclose()
 

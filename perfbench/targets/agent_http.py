@@ -308,6 +308,11 @@ class HttpAgent:
     def name(self) -> str:
         return self._name
 
+    def prepare(self) -> None:
+        """Make the HTTP clients before the first task (``open_target`` calls it)."""
+        if self._pool is not None:
+            self._pool.prepare()
+
     async def aclose(self) -> None:
         """Close the clients this target created (a client passed in belongs to the caller)."""
         if self._pool is not None:

@@ -64,6 +64,7 @@ class MockHttp:
             seed_headers=True,
             check_tokens=self.check_tokens,
         )
+        self._agent.prepare()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -90,11 +91,19 @@ class MockHttp:
             str(self.seed),
             "--port",
             "0",
+            "--until-stdin-closes",
         ]
         # A session of its own: a Ctrl-C in the terminal stops the run, which then stops the
-        # server, rather than killing the server under tasks still in flight.
+        # server, rather than killing the server under tasks still in flight. Its stdin is a
+        # pipe only this process holds: if it dies, even by SIGKILL, the server sees the pipe
+        # close and stops too, rather than serving on, orphaned.
         self._process = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
         assert self._process.stdout is not None and self._process.stderr is not None
         url = self._process.stdout.readline().strip()
@@ -114,7 +123,7 @@ class MockHttp:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        for stream in (process.stdout, process.stderr):
+        for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
         self._process = None

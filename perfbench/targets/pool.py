@@ -63,6 +63,13 @@ class Pool:
         self._stamps: SocketStamps | None = None
         self._timeouts: dict[float, Any] = {}
 
+    def prepare(self) -> None:
+        """Build the clients now (in the event loop, before anything is measured): the first
+        request would otherwise import aiohttp and make its session, 0.1–0.25 s counted in
+        that task's latency (with --warmup 0, or the first task of a resumed pass)."""
+        if self._session is None and not self._clients:
+            self._build()
+
     @asynccontextmanager
     async def post(
         self, url: str, content: bytes, headers: Mapping[str, str], read_timeout: float,
@@ -70,8 +77,7 @@ class Pool:
     ) -> AsyncIterator[Response]:  # fmt: skip
         """POST and yield the response with its body unread; ``sent`` is called when the
         request's headers have gone out."""
-        if self._session is None and not self._clients:
-            self._build()
+        self.prepare()
         if self._session is not None:
             async with self._aiohttp(url, content, headers, read_timeout, sent) as response:
                 yield response

@@ -94,3 +94,22 @@ def test_ctrl_c_exits_within_two_seconds_even_with_tasks_in_flight(tmp_path: Pat
     assert json.loads((run_dir / "meta.json").read_text())["status"] == "interrupted", stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["runs"][0]["overall"]["cancelled"] == 4  # the tasks in flight, recorded
+
+
+def test_the_mock_server_a_run_starts_stops_when_the_run_is_gone() -> None:
+    """`-t mock+http` starts the mock server as a child process in a session of its own (so a
+    Ctrl-C reaches the run, which stops it). A SIGKILL gives the run no chance to stop it; the
+    child holds a pipe only the run writes to, and stops when it closes, as it does when the
+    run's process dies, rather than serve on, orphaned (seen after `kill -9` of a run)."""
+    from perfbench.targets.mock_http import MockHttp
+
+    target = MockHttp("zero")
+    target._spawn()
+    process = target._process
+    assert process is not None and process.stdin is not None
+    assert "--until-stdin-closes" in process.args
+    try:
+        process.stdin.close()  # what the kernel does when the run's process dies
+        assert process.wait(10) == 0
+    finally:
+        target._stop()

@@ -152,3 +152,34 @@ def test_ramp_up_is_checked_and_recorded_in_seconds(tmp_path: Path) -> None:
         [run_dir] = list((tmp_path / name).iterdir())
         meta = json.loads((run_dir / store.META).read_text())
         assert meta["load"] == {"shape": "fixed", "concurrency": 8, "ramp_up_s": seconds}
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (["-c", "4", "--rate", "2"], "--concurrency: only for a fixed closed loop"),
+        (["--adaptive", "-c", "4"], "--concurrency: only for a fixed closed loop"),
+        (["--rate", "2", "--ramp-up", "1"], "--ramp-up: only for a fixed closed loop"),
+        (["--start", "4", "--decrease", "0.5"], "--start, --decrease: only with --adaptive"),
+        (["--arrival", "poisson"], "--arrival: only with --rate"),
+    ],
+)
+def test_options_the_load_shape_would_ignore_are_refused(
+    tmp_path: Path, given: list[str], message: str
+) -> None:
+    """Ignored silently, `-c 4 --rate 2` ran an open loop at 2/s and said nothing of the -c."""
+    args = ["run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, *given], terminal_width=200)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # nothing was run
+
+
+def test_resume_refuses_options_that_would_change_the_plan(tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1", "-q"]
+    assert runner.invoke(app, [*args, "--out", str(tmp_path)]).exit_code == 0
+    [run_dir] = list(tmp_path.iterdir())
+    changed = runner.invoke(app, ["run", "--resume", str(run_dir), "-c", "4"], terminal_width=200)
+    assert changed.exit_code == 2
+    assert "--resume continues the run as it was started" in changed.output
+    assert "drop --concurrency" in changed.output

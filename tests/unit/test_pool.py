@@ -252,3 +252,24 @@ def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
         listener.close()
     assert got["poll"] <= got["arrived"] <= got["polled"]  # not when read, 0.5 s later
     assert got["read"] - got["polled"] >= 0.5
+
+
+def test_opening_a_target_makes_its_clients_before_the_first_task() -> None:
+    """Made by the first request instead, the clients (aiohttp's import, its session) cost
+    that task 0.1–0.25 s of latency when it was measured: with --warmup 0, or the first task
+    of a resumed pass."""
+    from contextlib import AsyncExitStack
+
+    from perfbench.targets import open_target
+    from perfbench.targets.agent import ModelAgent
+    from perfbench.targets.openai_chat import OpenAIChat
+
+    async def main() -> None:
+        agent = ModelAgent(OpenAIChat("m"), "http://127.0.0.1:9/v1", name="openai/m")
+        async with AsyncExitStack() as stack:
+            assert agent._pool._session is None
+            await open_target(agent, stack)
+            assert agent._pool._session is not None
+        assert agent._pool._session is None  # and closed with the target
+
+    asyncio.run(main())
