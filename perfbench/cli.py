@@ -442,7 +442,7 @@ def _ramp(text: str) -> float | None:
     return seconds
 
 
-# Options that shape a new run: a resumed run keeps the ones it recorded.
+# The options that may go with --resume: any other would change the plan the run recorded.
 _RESUME_KEEPS = {"resume", "quiet", "as_json", "strict"}
 _ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
 
@@ -1012,11 +1012,11 @@ def _load_text(meta: Mapping[str, Any]) -> str:
 def _label_notes(refs: Sequence[str], root: Path) -> list[str]:
     """A label given to several runs names the newest: say so, since it may not be the one
     meant (a re-run under the same label, a copied CI command)."""
+    labels = [r for r in refs if not Path(r).is_dir() and not any(ch in r for ch in "*?[")]
+    runs = store.list_runs(root) if labels else []  # one scan of the runs, not one per side
     notes = []
-    for ref in dict.fromkeys(refs):
-        if Path(ref).is_dir() or any(ch in ref for ch in "*?["):
-            continue
-        named = [r for r in store.list_runs(root) if r.meta.get("label") == ref]
+    for ref in dict.fromkeys(labels):
+        named = [r for r in runs if r.meta.get("label") == ref]
         if len(named) > 1:
             notes.append(
                 f"label '{ref}' names {len(named)} runs; the newest, {named[-1].path.name}, was "
