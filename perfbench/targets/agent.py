@@ -143,7 +143,7 @@ class ModelAgent:
                 task.throttled += 1
             rng = rng or task.rng("retry")
             delay = None
-            if self.retry.should_retry(status, attempt):
+            if self.retry.should_retry(status, attempt, retry_headers):
                 delay = self.retry.delay(attempt, retry_headers, rng)
             if delay is None:
                 task.retry_after = server_wait(retry_headers, datetime.now(UTC))

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# As the official OpenAI and Anthropic SDKs retry: these, and every 5xx (529 is Anthropic's
+# overloaded), unless the server's ``x-should-retry`` header says otherwise.
+RETRYABLE = frozenset({408, 409, 429})
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,22 @@ class RetryPolicy:
     cap_s: float = 60.0
     jitter: float = 0.2  # waits are stretched by up to this fraction, never shortened
 
-    def should_retry(self, status: int, attempt: int) -> bool:
-        return status in RETRYABLE and attempt < self.max_retries
+    def should_retry(
+        self, status: int, attempt: int, headers: Mapping[str, str] | None = None
+    ) -> bool:
+        if attempt >= self.max_retries:
+            return False
+        told = next(
+            (
+                v.strip().lower()
+                for k, v in (headers or {}).items()
+                if k.lower() == "x-should-retry"
+            ),
+            None,
+        )
+        if told in ("true", "false"):  # the server's own say wins, as in the SDKs
+            return told == "true"
+        return status in RETRYABLE or status >= 500
 
     def delay(
         self,

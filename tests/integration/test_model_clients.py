@@ -610,7 +610,9 @@ def ok_reply(provider: str) -> httpx.Response:
     return streamed([(0, an_start(5)), (0.100, an_text(0, "Hi")), *an_end("end_turn", 1)])
 
 
-@pytest.mark.parametrize(("provider", "status"), [("openai", 500), ("anthropic", 529)])
+@pytest.mark.parametrize(
+    ("provider", "status"), [("openai", 500), ("openai", 501), ("anthropic", 529)]
+)
 async def test_server_error_is_retried_with_backoff(
     tmp_path: Path, respx_mock: respx.MockRouter, provider: str, status: int
 ) -> None:
@@ -623,6 +625,21 @@ async def test_server_error_is_retried_with_backoff(
     assert (s.status, s.retries, s.throttled, s.http_status) == ("ok", 1, 0, 200)
     base = RetryPolicy().base_s
     assert base <= times[1] - times[0] < base * 1.2 + 1e-9
+
+
+@pytest.mark.parametrize(("status", "told", "tries"), [(503, "false", 1), (400, "true", 2)])
+async def test_the_servers_x_should_retry_header_wins(
+    tmp_path: Path, respx_mock: respx.MockRouter, status: int, told: str, tries: int
+) -> None:
+    """As in the official SDKs: a server may say a 5xx is final, or a 4xx worth another try."""
+    times: list[float] = []
+    refused = httpx.Response(status, headers={"x-should-retry": told}, text="no")
+    respx_mock.post(BASE + PATHS["openai"]).mock(
+        side_effect=replies(refused, ok_reply("openai"), times=times)
+    )
+    s = await measure("openai", suite_of(tmp_path))
+    assert len(times) == tries
+    assert s.retries == tries - 1
 
 
 async def test_429_more_often_than_max_retries_is_rate_limited(
