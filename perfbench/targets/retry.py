@@ -33,14 +33,8 @@ class RetryPolicy:
     ) -> bool:
         if attempt >= self.max_retries:
             return False
-        told = next(
-            (
-                v.strip().lower()
-                for k, v in (headers or {}).items()
-                if k.lower() == "x-should-retry"
-            ),
-            None,
-        )
+        lower = {k.lower(): v for k, v in (headers or {}).items()}  # as server_wait reads them
+        told = lower.get("x-should-retry", "").strip().lower()
         if told in ("true", "false"):  # the server's own say wins, as in the SDKs
             return told == "true"
         return status in RETRYABLE or status >= 500
