@@ -3,7 +3,7 @@
 Read once, at the edge; the rest of perfbench receives plain mappings. Only the ``[compare]``
 table is defined so far::
 
-    [compare]                       # in pyproject.toml: [tool.perfbench.compare]
+    [compare]                       # in pyproject.toml: [tool.perfbench.stats.compare]
     alpha = 0.05
     gate = ["p50", "p95", "error_rate", "cost"]
     scopes = ["overall"]            # or "cases", "languages", "all"

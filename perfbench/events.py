@@ -33,8 +33,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from perfbench.histogram import Histogram
 from perfbench.sample import STATUSES, Phase, Sample
+from perfbench.stats.histogram import Histogram
 
 Snapshot = dict[str, Any]
 

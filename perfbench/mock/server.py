@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from perfbench.http.stamps import SocketStamps, StampedProtocol
 from perfbench.mock.profile import Profile
 from perfbench.mock.service import KEY_HEADER, Plan, Service
-from perfbench.stamps import SocketStamps, StampedProtocol
 
 SPIN_S = 0.0015  # --precise: how long before a due time the server stops sleeping on a timer
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import orjson
 
-from perfbench.histogram import Histogram
 from perfbench.mock import anthropic_api, openai_api
 from perfbench.mock.limiter import Limiter, Quota
 from perfbench.mock.profile import FAULT_KINDS, Profile
 from perfbench.mock.simulator import Reply, Simulator, Turn
 from perfbench.mock.wire import ApiError, Frames
+from perfbench.stats.histogram import Histogram
 
 JSON = "application/json"
 TIMINGS_KEPT = 200_000

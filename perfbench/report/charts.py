@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from perfbench.load.knee import Level
+from perfbench.stats.knee import Level
 
 plt.rcParams["svg.hashsalt"] = "perfbench"
 plt.rcParams["svg.fonttype"] = "none"  # text as <text>, not glyph paths: searchable, smaller

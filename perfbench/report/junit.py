@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
-from perfbench.compare import Comparison
-from perfbench.gate import ThresholdResult
 from perfbench.report.markdown import TITLES, change, spread
+from perfbench.stats.compare import Comparison
+from perfbench.stats.gate import ThresholdResult
 
 
 def junit(result: Comparison | None, thresholds: Sequence[ThresholdResult]) -> str:
@@ -25,7 +25,7 @@ def junit(result: Comparison | None, thresholds: Sequence[ThresholdResult]) -> s
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=f"perfbench.compare.{row.scope}",
+            classname=f"perfbench.stats.compare.{row.scope}",
             name=f"{scope}: {TITLES.get(row.metric, row.metric)}",
         )
         text = (

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfbench.advice import advise
-from perfbench.compare import Comparison, Row, Spread
-from perfbench.gate import Outcome, ThresholdResult
+from perfbench.stats.advice import advise
+from perfbench.stats.compare import Comparison, Row, Spread
+from perfbench.stats.gate import Outcome, ThresholdResult
 
 TITLES = {
     "p50": "P50 latency",

@@ -17,10 +17,10 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from perfbench import store
-from perfbench.compare import Comparison, Rules, compare
 from perfbench.errors import StoreError
-from perfbench.histogram import US, decode, new_hdr
 from perfbench.report import charts, markdown
+from perfbench.stats.compare import Comparison, Rules, compare
+from perfbench.stats.histogram import US, decode, new_hdr
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import anyio
 
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
-from perfbench.targets.agent import ModelAgent
+from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy
 from perfbench.task import Task

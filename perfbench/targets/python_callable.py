@@ -20,7 +20,7 @@ from typing import Any
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.suite import Case
-from perfbench.targets.agent_http import (
+from perfbench.targets.http_agent import (
     MalformedResult,
     parse_agent_result,
     record_failure,

@@ -62,13 +62,21 @@ def resolve(spec: str, options: TargetOptions | None = None) -> Target:
 
         return PythonCallable(arg)
     if kind in ("http+agent", "http+agents"):
-        from perfbench.targets.agent_http import HttpAgent
+        from perfbench.targets.http_agent import HttpAgent
 
         scheme = "https" if kind == "http+agents" else "http"
         return HttpAgent(f"{scheme}:{arg}", concurrency=options.concurrency)
     if "/" in spec:
         return _model(spec, options)
     raise TargetError(_unknown(spec))
+
+
+def path_kind(spec: str) -> str:
+    """Which calibrated path a target string runs through (``perfbench calibrate --path``):
+    ``http`` for the HTTP client and agent loop, ``in-process`` for the rest."""
+    if spec.startswith(("mock+http", "http+agent", "http+agents")) or "/" in spec.split(":")[0]:
+        return "http"
+    return "in-process"
 
 
 def _mock(spec: str, options: TargetOptions) -> Target:
@@ -110,7 +118,7 @@ def _mock(spec: str, options: TargetOptions) -> Target:
 
 
 def _model(spec: str, options: TargetOptions) -> Target:
-    from perfbench.targets.agent import ModelAgent
+    from perfbench.targets.agent_loop import ModelAgent
 
     provider_name, _, model = spec.partition("/")
     provider = PROVIDERS.get(provider_name)

@@ -42,8 +42,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import host
-from perfbench.runner import AUTO_RAMP_PER_SLOT, Plan
-from perfbench.session import Session
+from perfbench.engine.session import Session
+from perfbench.spec import AUTO_RAMP_PER_SLOT, Plan
 from perfbench.suite import load_suite
 from perfbench.targets.registry import TargetOptions, resolve
 from tests.conftest import CASES, mock_process

@@ -19,9 +19,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import host
-from perfbench.runner import Plan
+from perfbench.engine.session import Session
 from perfbench.sample import Sample
-from perfbench.session import Session
+from perfbench.spec import Plan
 from perfbench.suite import load_suite
 from perfbench.targets.registry import resolve
 from tests.conftest import CASES

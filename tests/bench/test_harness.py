@@ -13,11 +13,12 @@ import anyio
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from perfbench.engine.runner import Runner
 from perfbench.mock.profile import load_profile
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
 from perfbench.store import SampleWriter
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from tests.conftest import write_suite
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfbench import calibration
+from perfbench.store import machine
 from tests.conftest import CASES, cli
 
 
@@ -38,7 +38,7 @@ def test_show_without_a_calibration_says_how_to_make_one(tmp_path: Path) -> None
 def tiny_ceiling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An HTTP ceiling far below what any run reaches: every HTTP run is "near" it."""
     monkeypatch.setenv("PERFBENCH_CALIBRATION", str(tmp_path / "calibration.json"))
-    calibration.save("http", {"calls_per_s": 1.0, "cpu_ms_per_call": 1.0,
+    machine.save("http", {"calls_per_s": 1.0, "cpu_ms_per_call": 1.0,
                               "stream_tokens_per_s": 10.0})  # fmt: skip
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner
+from perfbench.engine.runner import Runner
 from perfbench.sample import Sample
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Recorder
 from perfbench.suite import load_suite
-from perfbench.targets.agent import ModelAgent
+from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.anthropic_messages import AnthropicMessages
 from perfbench.targets.chat import ChatApi
 from perfbench.targets.openai_chat import OpenAIChat

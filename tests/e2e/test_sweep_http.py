@@ -8,10 +8,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from perfbench.load.knee import Level
-from perfbench.runner import Plan
+from perfbench.engine.sweep import Sweep
+from perfbench.spec import Plan, SweepPlan
+from perfbench.stats.knee import Level
 from perfbench.suite import load_suite
-from perfbench.sweep import Sweep, SweepPlan
 from perfbench.targets.registry import TargetOptions, resolve
 from tests.conftest import write_suite
 
@@ -54,10 +54,10 @@ def test_sweep_over_http_finds_the_concurrency_limit(tmp_path: Path) -> None:
 
 def test_adaptive_over_http_settles_at_the_request_rate_limit(tmp_path: Path) -> None:
     """Against 1,200 requests per minute (20/s), AIMD throughput lands within 10% of 20/s."""
+    from perfbench.engine.runner import Runner
     from perfbench.load import Adaptive
-    from perfbench.recorder import Recorder
-    from perfbench.runner import Runner
-    from perfbench.stats import Summarizer
+    from perfbench.stats.summary import Summarizer
+    from perfbench.store.recorder import Recorder
 
     profile = tmp_path / "rpm.yaml"
     profile.write_text(

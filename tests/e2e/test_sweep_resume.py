@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from perfbench.sweep import _resumable
+from perfbench.store.sweeps import resumable
 from tests.conftest import CASES, cli, perfbench
 
 PROFILE = """
@@ -61,12 +61,12 @@ def test_an_interrupted_open_loop_level_is_moved_aside_not_lost(tmp_path: Path) 
     level.mkdir()
     (level / "meta.json").write_text('{"status": "interrupted"}')
     (level.with_name("level-5.partial-1")).mkdir()
-    assert _resumable(level, open_loop=True) is False
+    assert resumable(level, open_loop=True) is False
     assert (tmp_path / "level-5.partial-2" / "meta.json").is_file() and not level.exists()
     closed = tmp_path / "level-8"
     closed.mkdir()
     (closed / "meta.json").write_text('{"status": "interrupted"}')
-    assert _resumable(closed, open_loop=False) is True
+    assert resumable(closed, open_loop=False) is True
     empty = tmp_path / "level-16"
     empty.mkdir()
-    assert _resumable(empty, open_loop=False) is False and not empty.exists()
+    assert resumable(empty, open_loop=False) is False and not empty.exists()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from perfbench import store
-from perfbench.stats import summarize
+from perfbench.stats.summary import summarize
 from perfbench.suite import load_suite
 from tests.conftest import CASES, cli, perfbench
 

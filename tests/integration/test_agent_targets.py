@@ -16,13 +16,14 @@ import httpx
 import pytest
 import respx
 
+from perfbench.engine.runner import Runner
 from perfbench.errors import TargetError
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner
 from perfbench.sample import Sample
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite, load_suite
-from perfbench.targets.agent_http import (
+from perfbench.targets.http_agent import (
     AgentMapping,
     HttpAgent,
     MalformedResult,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from perfbench import store
-from perfbench.cost import load_pricer
+from perfbench.engine.session import Session
 from perfbench.mock.profile import Profile
-from perfbench.runner import Plan
-from perfbench.session import Session
+from perfbench.spec import Plan
+from perfbench.stats.cost import load_pricer
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
 

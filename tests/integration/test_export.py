@@ -21,11 +21,11 @@ from trio.testing import MockClock
 
 from perfbench import export as export_module
 from perfbench import store
-from perfbench.cost import load_pricer
+from perfbench.engine.session import Session
 from perfbench.errors import StoreError
 from perfbench.export import Run, default_path, export, load_run
-from perfbench.runner import Plan
-from perfbench.session import Session
+from perfbench.spec import Plan
+from perfbench.stats.cost import load_pricer
 from perfbench.suite import load_suite
 from perfbench.targets.mock import MockAgent
 from tests.conftest import CASES, fixed_profile

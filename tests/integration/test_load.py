@@ -10,13 +10,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from perfbench.engine.runner import Runner
 from perfbench.load import Adaptive, Rate
-from perfbench.load.adaptive import Aimd
+from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner
 from perfbench.sample import Sample
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.mock import MockAgent
 from perfbench.task import Task

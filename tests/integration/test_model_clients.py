@@ -23,12 +23,13 @@ import orjson
 import pytest
 import respx
 
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner
+from perfbench.engine.runner import Runner
 from perfbench.sample import Sample
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
-from perfbench.targets.agent import ModelAgent
+from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.anthropic_messages import AnthropicMessages
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy, server_wait
@@ -1017,7 +1018,7 @@ async def test_usage_is_kept_beside_the_offline_estimate(
     s = await measure("openai", suite_of(tmp_path), check_tokens=True)
     assert (s.tokens_out, s.tokens_out_estimate, s.tokens_estimated) == (4, 2, False)
     assert s.tokenizer == "o200k_base"
-    from perfbench.stats import summarize
+    from perfbench.stats.summary import summarize
 
     overall = summarize([s], {s.case: 60.0})["runs"][0]["overall"]
     assert overall["usage_vs_estimate"] == pytest.approx(2.0)

@@ -10,10 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from perfbench.recorder import Recorder
-from perfbench.runner import Plan, Runner, task_keys
+from perfbench.engine.runner import Runner, task_keys
+from perfbench.engine.share import Share
 from perfbench.sample import Sample
-from perfbench.stats import Summarizer
+from perfbench.spec import Plan
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.mock import MockAgent
 from perfbench.task import Task
@@ -275,7 +277,7 @@ async def test_a_worker_process_ramps_its_own_slots_interleaved_with_the_others(
     collect = Collect()
     summarizer = Summarizer({c.id: c.timeout_s for c in chat.cases})
     recorder = Recorder(summarizer, observers=[collect])
-    runner = Runner(chat, MockAgent(fixed_profile()), plan, recorder, share=(1, 2), origin=0.0)
+    runner = Runner(chat, MockAgent(fixed_profile()), plan, recorder, share=Share(1, 2), origin=0.0)
     await runner.run()
     assert sorted(round(s.start, 6) for s in collect.samples) == [0.1, 0.3]
 
@@ -297,7 +299,7 @@ async def test_two_workers_share_every_task_once_and_each_runs_every_case(
             Summarizer({c.id: c.timeout_s for c in suite.cases}), observers=[collect]
         )
         agent = MockAgent(fixed_profile())
-        await Runner(suite, agent, plan, recorder, share=(at, 2), origin=0.0).run()
+        await Runner(suite, agent, plan, recorder, share=Share(at, 2), origin=0.0).run()
         mine.append({(s.case, s.iteration) for s in collect.samples})
     assert mine[0].isdisjoint(mine[1])
     assert mine[0] | mine[1] == {(c, i) for c in ("chat", "tool") for i in range(4)}
@@ -335,7 +337,7 @@ class Littering:
 async def test_the_collector_is_off_while_measuring_and_a_littering_target_is_still_collected(
     suite: Suite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perfbench.runner import Collector
+    from perfbench.engine.collector import Collector
 
     monkeypatch.setattr(Collector, "VALVE", 5_000)
     chat = replace(suite, cases=tuple(c for c in suite.cases if c.id == "chat"))

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from perfbench import store
 from perfbench.cli import app
-from perfbench.runner import Plan
-from perfbench.session import Session
-from perfbench.stats import summarize
+from perfbench.engine.session import Session
+from perfbench.spec import Plan
+from perfbench.stats.summary import summarize
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
 from tests.conftest import CASES, fixed_profile

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from perfbench import store
 from perfbench.cli import ExitCode, app
+from perfbench.engine.session import Session
 from perfbench.errors import StoreError
-from perfbench.runner import Plan
-from perfbench.session import Session
+from perfbench.spec import Plan
 from perfbench.suite import Suite
 from perfbench.targets.registry import resolve
 from tests.conftest import CASES

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perfbench.load.knee import Level, StopRule, kneedle, usl, verdict
-from perfbench.runner import Plan
+from perfbench.engine.sweep import Sweep
+from perfbench.spec import Plan, SweepPlan
+from perfbench.stats.knee import Level, StopRule, kneedle, usl, verdict
 from perfbench.suite import Suite, load_suite
-from perfbench.sweep import Sweep, SweepPlan
 from perfbench.targets.mock import MockAgent
 from tests.conftest import fixed_profile, write_suite
 
@@ -104,7 +104,7 @@ def test_usl_recovers_known_parameters_and_kneedle_finds_the_bend() -> None:
 
 
 def test_littles_law_flags_a_client_that_could_not_keep_n_in_flight() -> None:
-    from perfbench.load.knee import client_bound
+    from perfbench.stats.knee import client_bound
 
     # 16 planned in flight, 100 ms each: 160 tasks/s if the client kept up; it managed 80.
     starved = Level(16, 80.0, 0.1, 0.1, 0.1, 0.1, 0.0, 0.0, tasks=640)

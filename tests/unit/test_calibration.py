@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from perfbench.calibration import headroom, kind
+from perfbench.stats.headroom import headroom
+from perfbench.targets.registry import path_kind
 
 CEILING = {"calls_per_s": 1000.0, "stream_tokens_per_s": 50_000.0}
 
@@ -60,4 +61,4 @@ def test_no_throughput_or_no_ceiling_gives_no_figure() -> None:
     ],
 )
 def test_targets_map_to_the_path_they_run_through(target: str, path: str) -> None:
-    assert kind(target) == path
+    assert path_kind(target) == path

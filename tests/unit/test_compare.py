@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from perfbench.compare import Rules, compare, mann_whitney
-from perfbench.gate import build_rules
-from perfbench.histogram import Histogram
-from perfbench.stats import across_runs
+from perfbench.stats.compare import Rules, compare, mann_whitney
+from perfbench.stats.gate import build_rules
+from perfbench.stats.histogram import Histogram
+from perfbench.stats.summary import across_runs
 
 
 def brute_force(high: list[float], low: list[float]) -> float:
@@ -236,7 +236,7 @@ def test_a_metric_missing_on_one_side_is_not_applicable() -> None:
 
 
 def test_report_warns_when_the_first_run_is_an_outlier() -> None:
-    from perfbench.advice import advise
+    from perfbench.stats.advice import advise
 
     rng = random.Random(12)
     runs = side(rng, 1.0)["runs"]

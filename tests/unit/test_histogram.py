@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from perfbench.histogram import Histogram, decode, percentile_key
+from perfbench.stats.histogram import Histogram, decode, percentile_key
 
 
 def filled(values: list[float], exact_limit: int = 20_000) -> Histogram:

@@ -9,9 +9,9 @@ import anyio
 import pytest
 import trio
 
-from perfbench.advice import advise
 from perfbench.clock import bind, default_clock
-from perfbench.monitor import ClientMonitor
+from perfbench.engine.monitor import ClientMonitor
+from perfbench.stats.advice import advise
 
 Script = Callable[[ClientMonitor, trio.testing.MockClock], Awaitable[None]]
 

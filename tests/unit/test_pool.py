@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfbench.targets.pool import Pool, _Started
+from perfbench.http import Pool, _Started
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 
@@ -261,7 +261,7 @@ def test_opening_a_target_makes_its_clients_before_the_first_task() -> None:
     from contextlib import AsyncExitStack
 
     from perfbench.targets import open_target
-    from perfbench.targets.agent import ModelAgent
+    from perfbench.targets.agent_loop import ModelAgent
     from perfbench.targets.openai_chat import OpenAIChat
 
     async def main() -> None:

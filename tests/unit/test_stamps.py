@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perfbench.stamps import SocketStamps
+from perfbench.http.stamps import SocketStamps
 
 pytestmark = pytest.mark.skipif(not hasattr(select, "epoll"), reason="Linux's epoll")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perfbench.advice import advise
 from perfbench.sample import Sample, Step
-from perfbench.stats import summarize
+from perfbench.stats.advice import advise
+from perfbench.stats.summary import summarize
 
 
 def sample(i: int, waits: list[float]) -> Sample:

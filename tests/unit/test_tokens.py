@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfbench import tokens
+from perfbench.stats import tokens
 
 EN = "The quick brown fox jumps over the lazy dog."
 ZH = "今天天气很好，我们一起去公园散步吧。"

@@ -1,33 +1,57 @@
-"""Run directories on disk: the only module that reads and writes them.
+"""Run directories on disk: the only package that reads and writes them.
 
 runs/<UTC time>_<suite>_<target>[_<label>]/
     meta.json      the run's spec, status, timings and headline; replaced atomically
     samples.jsonl  one Sample a line, appended and flushed as each task ends
     summary.json   statistics with encoded HDR histograms (written when the run ends)
-"""
+
+This module names, lists, finds and reads run directories; ``files`` writes their documents,
+``recorder`` is the sink samples go to, ``sweeps`` lays out sweep directories and ``machine``
+keeps the per-machine calibration."""
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import json
 import os
 import re
 import socket
-import tempfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
-
-import orjson
+from typing import Any
 
 from perfbench.errors import StoreError
-from perfbench.sample import Sample
+from perfbench.store.files import (
+    SAMPLES,
+    SampleWriter,
+    compact_samples,
+    read_json,
+    read_samples,
+    write_json,
+)
+
+__all__ = [
+    "META",
+    "SAMPLES",
+    "SUMMARY",
+    "RunInfo",
+    "SampleWriter",
+    "compact_samples",
+    "list_runs",
+    "make_dir",
+    "match_runs",
+    "new_run_dir",
+    "owner",
+    "read_json",
+    "read_meta",
+    "read_samples",
+    "read_summary",
+    "resolve_run",
+    "status",
+    "write_json",
+]
 
 META = "meta.json"
-SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
 
 
@@ -62,94 +86,6 @@ def make_dir(path: Path) -> None:
         raise StoreError(f"{path} exists already; choose another --out") from exc
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
-
-
-def write_json(path: Path, doc: Any) -> None:
-    """Write JSON atomically: a temp file in the same folder, fsynced, then renamed over."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, ensure_ascii=False, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise StoreError(f"{path} does not exist") from exc
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
-
-
-class SampleWriter:
-    """Appends samples to samples.jsonl, one flushed line each, so a crash loses at most the
-    task in flight. orjson, because the stdlib encoder took 17 µs of a sample's budget."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self._fh: IO[bytes] = path.open("ab")
-        except OSError as exc:
-            raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
-        self.path = path
-
-    def write(self, sample: Sample) -> None:
-        self.write_lines(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
-
-    def write_lines(self, lines: bytes) -> None:
-        """Append samples already encoded (one JSON line each), as worker processes send them."""
-        try:
-            self._fh.write(lines)
-            self._fh.flush()
-        except OSError as exc:
-            raise StoreError(
-                f"cannot append to {self.path}: {exc.strerror}. The samples written before are "
-                f"kept: fix the cause, then `perfbench run --resume {self.path.parent}`"
-            ) from exc
-
-    def close(self) -> None:
-        """Close; a line that could not be written (disk full) is dropped, not raised again:
-        the error was reported by ``write``, and what is on disk stays readable."""
-        with contextlib.suppress(OSError):
-            self._fh.close()
-
-
-def read_samples(run_dir: Path) -> Iterator[Sample]:
-    """The samples of a run; a torn last line (a crash mid-write) is skipped."""
-    path = run_dir / SAMPLES
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        return
-    with fh:
-        for line in fh:
-            if not line.endswith(b"\n"):
-                return  # torn final line
-            yield Sample.from_json(orjson.loads(line))
-
-
-def compact_samples(run_dir: Path, keep: Callable[[Sample], bool] = lambda s: True) -> list[Sample]:
-    """Rewrite samples.jsonl without a torn last line, cancelled tasks (to be run again) and
-    samples ``keep`` rejects; returns the samples kept. Atomic: a crash here leaves the old
-    file."""
-    kept = [s for s in read_samples(run_dir) if s.status != "cancelled" and keep(s)]
-    path = run_dir / SAMPLES
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{SAMPLES}.", dir=run_dir)
-        with os.fdopen(fd, "wb") as fh:
-            for sample in kept:
-                fh.write(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise StoreError(f"cannot rewrite {path}: {exc.strerror}") from exc
-    return kept
 
 
 @dataclass(frozen=True)
@@ -198,7 +134,9 @@ def read_summary(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
     if (run_dir / SUMMARY).is_file():
         summary: dict[str, Any] = read_json(run_dir / SUMMARY)
         return summary
-    from perfbench.stats import summarize  # only here: stats is not needed to write a run
+    from perfbench.stats.summary import (
+        summarize,  # only here: stats is not needed to write a run
+    )
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
     return summarize(read_samples(run_dir), timeouts)

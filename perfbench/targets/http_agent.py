@@ -19,10 +19,10 @@ import httpx
 import orjson
 
 from perfbench.errors import TargetError
+from perfbench.http import Pool
 from perfbench.sample import STATUSES, Sample, Status, Step
 from perfbench.suite import Case
 from perfbench.targets.chat import ModelError
-from perfbench.targets.pool import Pool
 from perfbench.task import Task
 
 # Connections kept when no concurrency is given; tasks beyond it would queue for a connection

@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -146,3 +148,50 @@ def slo_max(levels: list[Level], metric: str, limit_s: float) -> float | None:
     """The largest level whose ``metric`` (p50, p95, p99 or mean) is under ``limit_s``."""
     ok = [v.level for v in levels if (getattr(v, metric) or math.inf) < limit_s]
     return max(ok) if ok else None
+
+
+def level_of(level: float, summary: Mapping[str, Any]) -> Level:
+    """A level's figures from its run's summary: medians across its runs."""
+    overall = summary["across_runs"]["overall"]
+
+    def med(key: str) -> float | None:
+        entry = overall.get(key)
+        return None if entry is None else float(entry["median"])
+
+    return Level(
+        level=level,
+        throughput=med("throughput") or 0.0,
+        p50=med("latency.p50"),
+        p95=med("latency.p95"),
+        p99=med("latency.p99"),
+        mean=med("latency.mean"),
+        error_rate=med("error_rate") or 0.0,
+        throttle_rate=med("throttle_rate") or 0.0,
+        tasks=med("tasks") or 0.0,
+    )
+
+
+def analyse(
+    levels: list[Level],
+    reasons: Mapping[float, str | None],
+    *,
+    rates: bool,
+    slo: tuple[str, float] | None,
+) -> dict[str, Any]:
+    """A sweep's findings from its levels and why each stopped the doubling (None: it did
+    not): sweep.json's ``findings``."""
+    good = [v for v in levels if reasons.get(v.level) is None]
+    bad = [v for v in levels if reasons.get(v.level) is not None]
+    fit = usl(levels)
+    limited = [v.level for v in levels if not rates and client_bound(v)]
+    knee = max((v.level for v in good), default=None) if bad else None
+    return {
+        "knee": knee,  # the largest level before a stop condition (after bisection)
+        "stopped_by": {str(v.level): reasons[v.level] for v in bad},
+        "plateau_throughput": max((v.throughput for v in good), default=None),
+        "kneedle": kneedle(levels),
+        "usl": asdict(fit) if fit else None,
+        "slo_max_level": slo_max(levels, *slo) if slo else None,
+        "in_flight": {str(v.level): in_flight(v) for v in levels},
+        "client_bound_levels": limited,
+    }

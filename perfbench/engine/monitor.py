@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from perfbench.clock import Clock, sleep_until
-from perfbench.histogram import Histogram
+from perfbench.stats.histogram import Histogram
 
 INTERVAL_S = 0.02
 

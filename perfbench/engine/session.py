@@ -6,7 +6,6 @@ summary.json describes every sample that reached samples.jsonl."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import asdict, dataclass
@@ -14,19 +13,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, calibration, host, store
+from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
-from perfbench.cost import Pricer
+from perfbench.engine.fleet import Fleet
+from perfbench.engine.resume import Resume
+from perfbench.engine.runner import PassHook, Runner
 from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
-from perfbench.recorder import Observer, Recorder
-from perfbench.runner import PassHook, Plan, Runner
-from perfbench.sample import Sample
-from perfbench.stats import Summarizer, headline
+from perfbench.spec import Plan
+from perfbench.stats.cost import Pricer
+from perfbench.stats.headroom import headroom
+from perfbench.stats.summary import Summarizer, headline
+from perfbench.store import machine
+from perfbench.store.recorder import Observer, Recorder
 from perfbench.suite import Suite
 from perfbench.targets import Target, open_target
-from perfbench.targets.registry import TargetOptions
-from perfbench.workers import Fleet
+from perfbench.targets.registry import TargetOptions, path_kind
 
 SCHEMA = 1
 
@@ -67,11 +69,15 @@ class Session:
         self.out_root, self.label = out_root, label
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
         self.invocation = invocation  # how to rebuild this run (for --resume); no keys in it
-        self.resume = resume
         self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
         self.pricer = pricer
         self.price_ref: str | None = getattr(target, "price_ref", None)
         self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
+        # Checked before any task runs (and outside the event loop, so errors stay plain).
+        self._resume_meta: dict[str, Any] | None = None
+        done = Resume()
+        if resume and run_dir is not None:
+            self._resume_meta, done = self._resumed(run_dir)
         self.runner: Runner | Fleet
         if plan.workers > 1:
             if recipe is None:
@@ -85,11 +91,13 @@ class Session:
                 pricer=pricer,
                 price_ref=self.price_ref,
                 on_pass=on_pass,
+                resume=done,
             )
         else:
-            self.runner = Runner(suite, target, plan, self.recorder, clock=clock, on_pass=on_pass)
-        # Checked before any task runs (and outside the event loop, so errors stay plain).
-        self._resume_meta = self._resumed(run_dir) if resume and run_dir is not None else None
+            self.runner = Runner(
+                suite, target, plan, self.recorder, clock=clock, on_pass=on_pass, resume=done
+            )
+        self.resume = done
 
     def stop(self) -> None:
         self.runner.stop()
@@ -100,7 +108,7 @@ class Session:
         per_pass = len(self.suite.cases) * plan.repeat
         if isinstance(plan.load, Rate):
             per_pass = plan.load.count(per_pass)
-        return max(0, len(plan.passes()) * per_pass - len(self.runner.skip))
+        return max(0, len(plan.passes()) * per_pass - len(self.resume.done))
 
     def _price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         if self.pricer is None:
@@ -160,14 +168,14 @@ class Session:
         """How much of this machine's calibrated ceiling the run used (None: not calibrated).
         HTTP targets only: an in-process target's own work is the client's, so there is no
         fixed ceiling to compare with; the CPU and loop-lag warnings cover it."""
-        if calibration.kind(self.spec) != "http":
+        if path_kind(self.spec) != "http":
             return None
-        ceiling = calibration.load().get("http")
+        ceiling = machine.load().get("http")
         if ceiling is None:
             return None
-        return calibration.headroom(summary, self.plan.workers, ceiling)
+        return headroom(summary, self.plan.workers, ceiling)
 
-    def _resumed(self, run_dir: Path) -> dict[str, Any]:
+    def _resumed(self, run_dir: Path) -> tuple[dict[str, Any], Resume]:
         """Take up an interrupted run: keep every finished task, run only the rest."""
         meta: dict[str, Any] = store.read_json(run_dir / store.META)
         if meta["suite"]["digest"] != self.suite.digest:
@@ -175,32 +183,13 @@ class Session:
                 f"{run_dir} was measured with another version of the suite (digest "
                 f"{meta['suite']['digest'][:12]}, now {self.suite.digest[:12]}); start a new run"
             )
-        keep = self._whole_passes(run_dir) if isinstance(self.plan.load, Rate) else None
-        # Drops a torn last line and cancelled tasks; open loop: passes that did not finish.
-        kept = store.compact_samples(run_dir, keep or (lambda s: True))
+        resume, kept = Resume.read(run_dir, self.suite, self.plan)
         for sample in kept:
             self.summarizer.add(sample)
-        self.runner.skip = {s.key for s in kept}
-        if keep is not None:
-            self.runner.skip_passes = {(s.phase, s.run) for s in kept}
-        # Continue the run's timeline after what is on disk, so per-run windows stay ordered.
-        self.runner.resume_at = max((s.end for s in kept), default=0.0)
         meta["status"] = "running"
         meta["owner"] = store.owner()
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
-        return meta
-
-    def _whole_passes(self, run_dir: Path) -> Callable[[Sample], bool]:
-        """Open loop: a pass is kept only if every scheduled arrival of it is on disk. A pass
-        cut short is measured again from its start: its schedule (and the load it put on the
-        target) cannot be continued from the middle."""
-        assert isinstance(self.plan.load, Rate)
-        per_pass = self.plan.load.count(len(self.suite.cases) * self.plan.repeat)
-        seen = Counter(
-            (s.phase, s.run) for s in store.read_samples(run_dir) if s.status != "cancelled"
-        )
-        whole = {key for key, n in seen.items() if n >= per_pass}
-        return lambda s: (s.phase, s.run) in whole
+        return meta, resume
 
     def _create_dir(self, started: datetime) -> Path | None:
         if self.run_dir is not None:

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from perfbench.calibration import NEAR
+from perfbench.stats.headroom import NEAR
 
 SPREAD_WARN = 1.5  # P95 of the slowest run over the fastest
 FIRST_RUN_WARN = 1.25  # the first run's mean latency over the median of the other runs

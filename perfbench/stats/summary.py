@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfbench.histogram import Histogram
 from perfbench.sample import STATUSES, Sample
+from perfbench.stats.histogram import Histogram
 
 SCHEMA = 1
 Metrics = dict[str, Any]
@@ -206,7 +206,7 @@ def _group(groups: dict[str, _Group], key: str) -> _Group:
     return group
 
 
-class _RunScopes:
+class RunScopes:
     def __init__(self) -> None:
         self.overall = _Group()
         self.cases: dict[str, _Group] = {}
@@ -220,7 +220,7 @@ class _RunScopes:
         for tag in s.tags:
             _group(self.tags, tag).add(s, timeout)
 
-    def merge(self, other: _RunScopes) -> None:
+    def merge(self, other: RunScopes) -> None:
         self.overall.merge(other.overall)
         for key, group in other.cases.items():
             _group(self.cases, key).merge(group)
@@ -259,9 +259,9 @@ class Summarizer:
 
     def __init__(self, timeouts: Mapping[str, float]) -> None:
         self._timeouts = timeouts
-        self._pooled = _RunScopes()  # every measured sample of every run, for distributions
+        self._pooled = RunScopes()  # every measured sample of every run, for distributions
         self._windows = 0.0
-        self._open: dict[int, _RunScopes] = {}
+        self._open: dict[int, RunScopes] = {}
         self._done: dict[int, Metrics] = {}
         self._blobs: dict[str, str] = {}
         self.warmup_tasks = 0
@@ -272,7 +272,7 @@ class Summarizer:
             return
         scopes = self._open.get(s.run)
         if scopes is None:
-            scopes = self._open[s.run] = _RunScopes()
+            scopes = self._open[s.run] = RunScopes()
         scopes.add(s, self._timeouts.get(s.case, 0.0))
 
     def close_run(self, run: int) -> None:
@@ -285,12 +285,12 @@ class Summarizer:
             # Pooling by merging closed runs keeps the per-sample path to one set of scopes.
             self._pooled.merge(scopes)
 
-    def take_run(self, run: int) -> _RunScopes | None:
+    def take_run(self, run: int) -> RunScopes | None:
         """Hand over what a run has accumulated so far (a worker process sends it to the
         parent, which ``absorb``s it): lossless, histograms included."""
         return self._open.pop(run, None)
 
-    def absorb(self, run: int, scopes: _RunScopes) -> None:
+    def absorb(self, run: int, scopes: RunScopes) -> None:
         """Merge another process's share of ``run`` into this one, before ``close_run``."""
         mine = self._open.get(run)
         if mine is None:

@@ -13,12 +13,12 @@ import anyio
 import httpx
 import orjson
 
-from perfbench import tokens
 from perfbench.clock import sleep_until
+from perfbench.http import Pool
 from perfbench.sample import Sample, Status
+from perfbench.stats import tokens
 from perfbench.suite import Case
 from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
-from perfbench.targets.pool import Pool
 from perfbench.targets.retry import RetryPolicy, server_wait
 from perfbench.task import ModelCall, Task
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
-from perfbench.stamps import SocketStamps, StampedProtocol
+from perfbench.http.stamps import SocketStamps, StampedProtocol
 from perfbench.targets.chat import ModelError, Response
 
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 
 Pure. Two layers, as k6 and DESIGN §6 separate them:
 
-* relative: :func:`perfbench.compare.compare` judges the candidate against the baseline with
-  :class:`~perfbench.compare.Rules` built here from ``[compare]`` settings and
+* relative: :func:`perfbench.stats.compare.compare` judges the candidate against the baseline with
+  :class:`~perfbench.stats.compare.Rules` built here from ``[compare]`` settings and
   ``--max-regression p95=15%`` style flags;
 * absolute: thresholds such as ``p95<2s``, ``error_rate<1%`` or ``p95{case=answer-en}<800ms``
   are checked on the candidate alone (median across its runs).
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from perfbench.compare import BY_NAME, Comparison, Rules, Scope
 from perfbench.errors import GateError
+from perfbench.stats.compare import BY_NAME, Comparison, Rules, Scope
 
 Outcome = Literal["pass", "regression", "threshold", "inconclusive"]
 _QUANTITY = re.compile(r"^\s*\$?\s*([-+]?[0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(ms|s|%|us|µs)?\s*$")

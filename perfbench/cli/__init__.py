@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import math
 import os
 import re
 import signal
@@ -27,12 +26,20 @@ from rich.table import Table
 from rich.text import Text
 
 from perfbench import __version__, config, host, store
-from perfbench.advice import advise, client_bound
-from perfbench.compare import BY_NAME, Comparison, compare
-from perfbench.cost import load_pricer
+from perfbench.engine.session import RunResult, Session
+from perfbench.engine.sweep import Sweep
 from perfbench.errors import GateError, PerfbenchError, StoreError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
-from perfbench.gate import (
+from perfbench.load import Adaptive, Load, Rate
+from perfbench.report import console as tables
+from perfbench.report import markdown
+from perfbench.report.junit import junit
+from perfbench.report.sweep_md import markdown as sweep_markdown
+from perfbench.spec import Plan, SweepPlan, auto_workers, plan_doc, plan_from_doc
+from perfbench.stats.advice import advise, client_bound
+from perfbench.stats.compare import BY_NAME, Comparison, compare
+from perfbench.stats.cost import load_pricer
+from perfbench.stats.gate import (
     Outcome,
     ThresholdResult,
     build_rules,
@@ -40,20 +47,11 @@ from perfbench.gate import (
     outcome,
     parse_threshold,
 )
-from perfbench.load import Adaptive, Load, Rate
-from perfbench.load.knee import Level, StopRule
-from perfbench.report import console as tables
-from perfbench.report import markdown
-from perfbench.report.junit import junit
-from perfbench.runner import Plan
-from perfbench.session import RunResult, Session
-from perfbench.stats import across_runs
+from perfbench.stats.knee import Level, StopRule
+from perfbench.stats.summary import across_runs
+from perfbench.store import sweeps
 from perfbench.suite import load_suite
-from perfbench.sweep import PLAN_FILE as SWEEP_PLAN
-from perfbench.sweep import Sweep, SweepPlan, plan_doc, plan_from_doc
-from perfbench.sweep import markdown as sweep_markdown
 from perfbench.targets.registry import TargetOptions, resolve
-from perfbench.workers import auto_workers
 
 
 class ExitCode(IntEnum):
@@ -635,7 +633,7 @@ def sweep(
         raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
     with _errors():
         if resume is not None:
-            how = _sweep_invocation(resume)
+            how = sweeps.read_plan(resume)
             cases = [Path(p) for p in how["cases"]]
             target, base_url = how["target"], how["options"]["base_url"]
             api_key_env, seed = how["options"]["api_key_env"], how["options"]["seed"]
@@ -710,7 +708,9 @@ def sweep(
         result = anyio.run(sweeper.run, backend_options=host.loop_options())
     console = err if as_json else out
     console.print(
-        sweep_markdown(result.levels, result.findings, plan), highlight=False, markup=False
+        sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo),
+        highlight=False,
+        markup=False,
     )
     console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
     if events is not None:
@@ -723,18 +723,6 @@ def sweep(
             knee=result.findings.get("knee"),
             run_dir=str(result.path),
         )
-
-
-def _sweep_invocation(path: Path) -> dict[str, Any]:
-    plan_file = path / SWEEP_PLAN
-    if not plan_file.is_file():
-        raise StoreError(f"{path} is not a sweep directory that can resume (no {SWEEP_PLAN})")
-    how: dict[str, Any] = store.read_json(plan_file)
-    if how.get("status") == "completed":
-        raise StoreError(f"{path} is complete; nothing to resume")
-    if "cases" not in how:
-        raise StoreError(f"{plan_file} does not record how the sweep was started")
-    return how
 
 
 @app.command("list")
@@ -1071,41 +1059,17 @@ def report(
     from perfbench.report import release
 
     with _errors():
-        runs = [release.load(ref, root) for ref in _with_sweep_levels(run_refs)]
+        runs = [release.load(ref, root) for ref in sweeps.with_levels(run_refs)]
         baseline = release.load(baseline_ref, root) if baseline_ref else None
         if baseline is not None:
             runs = [r for r in runs if r.path.resolve() != baseline.path.resolve()]
         last = Path(run_refs[-1])  # a sweep's report is named after the sweep
-        name = last.name if (last / SWEEP_PLAN).is_file() else runs[-1].path.name if runs else ""
+        name = last.name if sweeps.is_sweep(last) else runs[-1].path.name if runs else ""
         folder = out_dir or Path("reports") / name if runs else out_dir
         if folder is None:
             raise GateError("give at least one run besides --baseline")
         path = release.build(runs, baseline, folder)
     out.print(f"Report: [bold]{path}[/]", highlight=False)
-
-
-def _with_sweep_levels(refs: list[str]) -> list[str]:
-    """Run references, a sweep directory standing for its levels' runs in level order."""
-    out: list[str] = []
-    for ref in refs:
-        folder = Path(ref)
-        if not (folder / SWEEP_PLAN).is_file():
-            out.append(ref)
-            continue
-        levels = store.list_runs(folder)
-        if not levels:
-            raise StoreError(f"{folder} is a sweep with no level run yet: nothing to report")
-        levels.sort(key=lambda r: _level(r.path.name))
-        out += [str(r.path) for r in levels]
-    return out
-
-
-def _level(name: str) -> tuple[float, str]:
-    """A sweep level's run directory (level-<n>) in level order; other names last."""
-    try:
-        return float(name.removeprefix("level-")), name
-    except ValueError:
-        return math.inf, name
 
 
 @app.command("export")
@@ -1163,7 +1127,8 @@ def calibrate(
     warns (exit 7 with [bold]run --strict[/]) above 70% of them. Stored per machine in
     ~/.cache/perfbench/calibration.json ($PERFBENCH_CALIBRATION to choose the file).
     """
-    from perfbench import calibration
+    from perfbench import calibrate as calibration
+    from perfbench.store import machine
 
     kinds = ("http", "in-process") if path == "all" else (path,)
     if any(k not in ("http", "in-process") for k in kinds):
@@ -1175,11 +1140,11 @@ def calibrate(
                 figures = anyio.run(
                     calibration.measure, kind, tasks, backend_options=host.loop_options()
                 )
-                stored = calibration.save(kind, figures)
+                stored = machine.save(kind, figures)
             err.print(f"Stored in [bold]{stored}[/]", highlight=False)
-        found = calibration.load()
+        found = machine.load()
         if not found:
-            where = calibration.path()
+            where = machine.path()
             raise PerfbenchError(f"nothing is calibrated in {where}: run perfbench calibrate")
     table = Table(title="perfbench's ceiling per worker on this machine")
     for col in ("path", "calls/s", "CPU ms/call", "streamed tokens/s", "measured", "version"):

@@ -9,10 +9,9 @@ flight, records it as ``cancelled`` and ends the run as interrupted.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,55 +19,20 @@ import anyio
 import anyio.lowlevel
 
 from perfbench.clock import Clock, bind, default_clock, loop_clock, sleep_until
-from perfbench.load import Adaptive, Load, Rate
-from perfbench.load.adaptive import Aimd
+from perfbench.engine.collector import Collector
+from perfbench.engine.limiter import Limiter
+from perfbench.engine.monitor import ClientMonitor
+from perfbench.engine.resume import Resume, TaskKey
+from perfbench.engine.share import Share
+from perfbench.load import Adaptive, Rate
+from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
-from perfbench.monitor import ClientMonitor
-from perfbench.recorder import Recorder
 from perfbench.sample import Phase, Sample
+from perfbench.spec import Plan
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite
 from perfbench.targets import Target
 from perfbench.task import Task
-
-AUTO_RAMP_PER_SLOT = 0.001  # seconds between two slot starts in one worker process
-
-
-@dataclass(frozen=True)
-class Plan:
-    runs: int = 5
-    warmup: int = 1
-    repeat: int = 1
-    concurrency: int = 1  # the fixed closed-loop shape, used when ``load`` is None
-    seed: int = 0
-    load: Load | None = None
-    workers: int = 1  # processes sharing the load (perfbench.workers); 1 = this process
-    # Closed loop: seconds over which the task slots of a pass start, evenly; None = auto
-    # (ramp_seconds). All at once, the slots' tasks finish together and restart together for
-    # the whole pass: each wave of completions queues in the client and is timed late.
-    ramp_up: float | None = 0.0
-
-    def connections(self) -> int:
-        """Connections a target's client must keep so that no task waits on its pool: the
-        most tasks that can be in flight (0: no limit, an open loop without a cap)."""
-        if isinstance(self.load, Adaptive):
-            return self.load.maximum
-        if isinstance(self.load, Rate):
-            return self.load.max_in_flight or 0
-        return self.concurrency
-
-    def ramp_seconds(self) -> float:
-        """The ramp in seconds; auto starts one slot per millisecond in each worker process,
-        slower than one worker gets through tasks (0.25–0.4 ms of CPU each, `perfbench
-        calibrate`), so a pass's completions come back spread out rather than in waves."""
-        if self.ramp_up is not None:
-            return self.ramp_up
-        if self.load is not None or self.concurrency <= 1:
-            return 0.0
-        return AUTO_RAMP_PER_SLOT * self.concurrency / max(1, self.workers)
-
-    def passes(self) -> list[tuple[Phase, int]]:
-        warm: list[tuple[Phase, int]] = [("warmup", i) for i in range(self.warmup)]
-        return warm + [("measured", i) for i in range(self.runs)]
 
 
 @dataclass(frozen=True)
@@ -84,40 +48,15 @@ PassHook = Callable[[Phase, int, int], None]
 PassGate = Callable[[Phase, int], Awaitable[float | None]]
 
 
-class Gate:
-    """At most ``limit`` tasks past it at once; the limit changes while running and may be 0
-    (a worker process whose share of a coordinated AIMD limit is nothing for now)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.used = limit, 0
-        self._changed = anyio.Event()
-
-    async def acquire(self) -> None:
-        while self.used >= self.limit:
-            await self._changed.wait()
-        self.used += 1
-
-    def release(self) -> None:
-        self.used -= 1
-        self._wake()
-
-    def set(self, limit: int) -> None:
-        if limit != self.limit:
-            self.limit = limit
-            self._wake()
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-
-def split(total: int, share: tuple[int, int]) -> int:
-    """Worker ``index``'s part of ``total`` (concurrency, max in flight) among ``count``."""
-    index, count = share
-    return total // count + (index < total % count)
-
-
 class Runner:
+    """Runs a plan's passes in this process. In a worker process (``--workers``) it runs its
+    ``share`` of every pass: closed loop, tasks in proportion to its share of the concurrency;
+    open loop, every count-th arrival (interleaved schedules); both dealt by the case's place
+    in the suite + the iteration. ``origin`` is then the parent's t0, so every sample shares
+    one timeline; ``go`` waits for the parent's go before each pass; and with adaptive load the
+    runner is a ``follower`` of the parent's one AIMD controller (``set_limit``), which reacts
+    to every worker's 429s."""
+
     def __init__(
         self,
         suite: Suite,
@@ -127,35 +66,28 @@ class Runner:
         *,
         clock: Clock = default_clock,
         on_pass: PassHook | None = None,
-        share: tuple[int, int] = (0, 1),
+        resume: Resume | None = None,
+        share: Share | None = None,
         origin: float | None = None,
-        gate: PassGate | None = None,
+        go: PassGate | None = None,
+        follower: bool = False,
     ) -> None:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.clock = clock
         self.on_pass = on_pass
-        # A worker process runs its share of every pass (``_mine``): closed loop, tasks in
-        # proportion to its share of the concurrency; open loop, every count-th arrival
-        # (interleaved schedules). Both deal by the case's place in the suite + the iteration.
-        self.share = share
+        self.resume = resume or Resume()
+        self.share = share or Share()
+        self.origin, self.go, self.follower = origin, go, follower
         self._places = {case.id: k for k, case in enumerate(suite.cases)}
-        self.concurrency = split(plan.concurrency, share)
-        self.origin = origin  # workers: the parent's t0, so every sample shares one timeline
-        self.gate = gate
+        self.concurrency = self.share.split(plan.concurrency)
         self.in_flight = 0
         self._scope: anyio.CancelScope | None = None  # made inside the event loop, by run()
         self._stopped = False
         self._done = 0
         self.t0 = 0.0
-        self.skip: set[tuple[str, int, str, int]] = set()  # tasks already measured (resume)
-        self.skip_passes: set[tuple[str, int]] = set()  # open-loop passes already measured
-        self.resume_at = 0.0  # a resumed run's clock continues from here
         shape = plan.load
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
-        self._gate: Gate | None = None
-        # A worker process of an adaptive run follows the parent's AIMD (set_limit) instead
-        # of running its own: one limit for all, reacting to every worker's 429s.
-        self.follower = False
+        self._limiter: Limiter | None = None
         self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
         self.collector = Collector()
@@ -176,10 +108,11 @@ class Runner:
 
     async def run(self) -> Outcome:
         self.clock = bind(self.clock)
-        self.t0 = self.origin if self.origin is not None else self.clock() - self.resume_at
+        offset = self.resume.clock_offset
+        self.t0 = self.origin if self.origin is not None else self.clock() - offset
         if self.aimd is not None:
-            limit = split(self.aimd.limit, self.share) if self.follower else self.aimd.limit
-            self._gate = Gate(limit)
+            limit = self.share.split(self.aimd.limit) if self.follower else self.aimd.limit
+            self._limiter = Limiter(limit)
         self.monitor = ClientMonitor(self.clock)
         self.collector.pause()
         try:
@@ -206,8 +139,8 @@ class Runner:
             else:
                 self.monitor.pause()
         self.collector.pass_starting()  # before the gate: workers start a pass together
-        base = await self.gate(phase, index) if self.gate is not None else None
-        if self._stopped or (phase, index) in self.skip_passes:
+        base = await self.go(phase, index) if self.go is not None else None
+        if self._stopped or (phase, index) in self.resume.whole_passes:
             self.recorder.pass_finished(phase, index)
             return
         todo = self.todo(phase, index)
@@ -223,7 +156,7 @@ class Runner:
                 mine = self._mine(len(todo))
                 queue = (task for task in todo if mine(*task))
                 top = self.aimd.shape.maximum if self.aimd else 0
-                workers = split(top, self.share) if self.aimd else self.concurrency
+                workers = self.share.split(top) if self.aimd else self.concurrency
                 starts = self._slot_starts(min(workers, len(todo)), base)
                 async with anyio.create_task_group() as tg:
                     for at in starts:
@@ -242,26 +175,22 @@ class Runner:
         begin = self.clock() if base is None else base
         if ramp <= 0:
             return [begin] * slots
-        at, count = self.share
         step = ramp / max(1, self.plan.concurrency)
-        return [begin + (i * count + at) * step for i in range(slots)]
+        return [begin + offset for offset in self.share.slot_offsets(slots, step)]
 
     def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
-        return todo(self.suite, self.plan, self.skip, phase, index)
+        return todo(self.suite, self.plan, self.resume.done, phase, index)
 
     def _mine(self, n: int) -> Callable[[Case, int], bool]:
-        """Whether a task (case, iteration) of a closed-loop pass of ``n`` is this worker's.
-        Worker k owns the global slots s ≡ k (mod workers), and takes tasks in proportion.
-        Dealt by case + iteration, so a worker's cases change round by round: dealt by the
-        task's place in the pass, 16 cases over 2 workers would give one worker the same 8
-        cases in every round, and the other the rest (a heavier or lighter share)."""
-        at, count = self.share
-        if count == 1:
+        """Whether a task (case, iteration) of a closed-loop pass of ``n`` is this worker's:
+        its share of the global slots, and tasks in proportion (``Share.owns``)."""
+        share = self.share
+        if share.whole:
             return lambda case, i: True
         # Adaptive: the limit is split evenly, so are the tasks.
-        slots = count if self.aimd is not None else max(1, min(self.plan.concurrency, n))
+        slots = share.count if self.aimd is not None else max(1, min(self.plan.concurrency, n))
         place = self._places
-        return lambda case, i: ((place[case.id] + i) % slots) % count == at
+        return lambda case, i: share.owns(place[case.id], i, slots)
 
     async def _open_loop(
         self,
@@ -280,8 +209,8 @@ class Runner:
         )
         seen: dict[str, int] = {}
         base = self.clock() if base is None else base
-        at, workers = self.share
-        cap = None if rate.max_in_flight is None else max(1, split(rate.max_in_flight, self.share))
+        at, workers = self.share.index, self.share.count
+        cap = None if rate.max_in_flight is None else max(1, self.share.split(rate.max_in_flight))
         async with anyio.create_task_group() as tg:
             arrivals = zip(itertools.cycle(todo), offsets, strict=False)
             for (case, _), offset in arrivals:
@@ -338,9 +267,9 @@ class Runner:
             while True:
                 with anyio.CancelScope() as limit:
                     for case, iteration in queue:
-                        if self._gate is not None:  # adaptive: wait for a free slot
+                        if self._limiter is not None:  # adaptive: wait for a free slot
                             limit.deadline = math.inf  # no stale deadline while waiting here
-                            await self._gate.acquire()
+                            await self._limiter.acquire()
                             await self._respect_hold()
                         try:
                             task = self._start(case, phase, index, iteration)
@@ -352,8 +281,8 @@ class Runner:
                             task = None
                             self._finish(sample)
                         finally:
-                            if self._gate is not None:
-                                self._gate.release()
+                            if self._limiter is not None:
+                                self._limiter.release()
                         await self._fair_share()
                     return
                 if task is not None:  # the deadline fired: that task timed out
@@ -388,14 +317,14 @@ class Runner:
         self.collector.task_done()
         if self.aimd is not None and not self.follower and sample.status != "cancelled":
             limit = self.aimd.observe(sample)
-            if self._gate is not None:
-                self._gate.set(limit)
+            if self._limiter is not None:
+                self._limiter.set(limit)
 
     def set_limit(self, limit: int, hold_until: float) -> None:
         """A follower's share of the coordinated limit, and the parent's hold (run time)."""
         self._hold = hold_until
-        if self._gate is not None:
-            self._gate.set(limit)
+        if self._limiter is not None:
+            self._limiter.set(limit)
 
     async def _attempt(self, task: Task) -> Sample:
         try:
@@ -413,7 +342,7 @@ class Runner:
 
 
 def todo(
-    suite: Suite, plan: Plan, skip: set[tuple[str, int, str, int]], phase: Phase, index: int
+    suite: Suite, plan: Plan, skip: Collection[TaskKey], phase: Phase, index: int
 ) -> list[tuple[Case, int]]:
     """A pass's tasks (every worker's), less those a resumed run already has: round by round
     (each case once, then each again), so the mix in flight stays the suite's all through the
@@ -426,58 +355,7 @@ def todo(
     ]
 
 
-def task_keys(suite: Suite, plan: Plan) -> Iterator[tuple[str, int, str, int]]:
+def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:
     """Every task a complete run executes, as Sample keys (phase, run, case, iteration)."""
     for (phase, run), case, it in itertools.product(plan.passes(), suite.cases, range(plan.repeat)):
         yield (phase, run, case.id, it)
-
-
-class Collector:
-    """The cyclic garbage collector, off while a run measures and on again when it ends.
-
-    With it on, the in-flight tasks' objects (coroutines, futures, responses) are scanned
-    again and again: CPython counts a collection's due date in allocations less *any* frees,
-    so the young generation grew to 10–27k objects, and collections took 2–7 ms mid-pass
-    (one full one, 15 ms) while arriving tokens waited. Off, at 256 streams held 200 ms, TTFT
-    error at P99 was lower in 12 of 15 paired runs on this noisy VM. An HTTP run's own tasks
-    leave no cyclic garbage (62 objects after 1,024 tasks and after 8,192), the in-process
-    mock's a little: what a pass leaves is collected when it ends, with nothing in flight, and
-    within a pass when the young objects since the last collection pass ``VALVE`` (checked
-    every 1,024 tasks): a rare pause, not a steady leak. Memory over 1,000,000 tasks: +9.8 MiB
-    (`tests/bench/memory_1m.py`)."""
-
-    CHECK_EVERY = 1024
-    VALVE = 50_000  # young tracked objects (allocations less frees) since the last collection
-
-    def __init__(self) -> None:
-        self._was_on = False
-        self._tasks = 0
-
-    def pause(self) -> None:
-        """Off for the run; ``restore`` turns it on again only if it was on now."""
-        self._was_on = gc.isenabled()
-        gc.disable()
-
-    @staticmethod
-    def pass_starting() -> None:
-        """Freeze the heap as it is (modules, the suite, the target, open connections), so no
-        collection scans it again while the pass measures: at 256 streams in flight a full
-        collection of it took 55 ms mid-pass. No collection first (over a test process's heap
-        it costs more than a short pass); ``restore`` unfreezes it at the end."""
-        gc.freeze()
-
-    def pass_ended(self) -> None:
-        """Nothing is in flight: collect what the pass left, before the next pass freezes it
-        (only what the pass made is scanned; older objects are frozen)."""
-        gc.collect()
-
-    def task_done(self) -> None:
-        self._tasks += 1
-        if not self._tasks % self.CHECK_EVERY and gc.get_count()[0] > self.VALVE:
-            gc.collect()
-
-    def restore(self) -> None:
-        """As it was before the run; the heap frozen at each pass start is unfrozen."""
-        gc.unfreeze()
-        if self._was_on:
-            gc.enable()

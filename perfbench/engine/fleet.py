@@ -2,7 +2,7 @@
 event loop and clients, so that one core does not cap what perfbench can drive.
 
 The parent's ``Fleet`` takes the Runner's place in a Session. It starts N workers (``python -m
-perfbench.workers SOCKET INDEX``, each in a session of its own so a Ctrl-C reaches only the
+perfbench.engine.worker SOCKET INDEX``, each in a session of its own so a Ctrl-C reaches only the
 parent, which then stops them), which connect back over a Unix socket. Each worker builds its
 own target from the target string, and runs a Runner over its share of every pass:
 
@@ -23,19 +23,11 @@ end of a pass each worker hands over what its Summarizer accumulated, and the pa
 (HDR histograms merge losslessly, raw values stay exact). Every sample is on one timeline:
 workers use the parent's start time on the shared monotonic clock.
 
-Frames are a 4-byte length and a pickle. Parent → worker: a ``Recipe``, then ``("go", phase,
-run, start)`` per pass, ``("limit", share, hold_until)`` (adaptive) and ``("stop",)``. Worker →
-parent: ``("ready",)``, ``("samples", lines, n)``, ``("pass", phase, run, scopes)``,
-``("done", warmup_tasks, lag, cpu_s, wall_s)`` or ``("error", text)``.
+The messages are in ``messages``; the worker's side is ``worker``.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import pickle
-import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -51,85 +43,36 @@ from typing import Any
 import anyio
 import anyio.abc
 import orjson
-from anyio.streams.buffered import BufferedByteReceiveStream
 
-from perfbench import host
-from perfbench.cost import Pricer
-from perfbench.errors import WorkerError, reason
-from perfbench.histogram import Histogram
+from perfbench.engine.messages import (
+    Channel,
+    Done,
+    Failed,
+    Go,
+    Hello,
+    Limit,
+    PassDone,
+    Ready,
+    Samples,
+    Start,
+    Stop,
+)
+from perfbench.engine.resume import Resume
+from perfbench.engine.runner import Outcome, PassHook, todo
+from perfbench.engine.share import Share
+from perfbench.errors import WorkerError
 from perfbench.load import Adaptive
-from perfbench.load.adaptive import Aimd
-from perfbench.recorder import Recorder
-from perfbench.runner import Outcome, PassHook, Plan, Runner, split, todo
-from perfbench.sample import Phase, Sample
-from perfbench.stats import Summarizer
-from perfbench.store import SampleWriter
+from perfbench.load.aimd import Aimd
+from perfbench.sample import Sample
+from perfbench.spec import Plan
+from perfbench.stats.cost import Pricer
+from perfbench.stats.histogram import Histogram
+from perfbench.stats.summary import RunScopes
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
-from perfbench.targets import open_target
-from perfbench.targets.registry import TargetOptions, resolve
+from perfbench.targets.registry import TargetOptions
 
-FLUSH_S = 0.05  # how late a worker's samples may reach samples.jsonl
-FLUSH_LINES = 512
 START_TIMEOUT_S = 60.0
-_HEADER = struct.Struct(">I")
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """Everything a worker needs to run its share; pickled to it. Holds no API key: a worker
-    reads keys from the environment it inherits, as the parent did."""
-
-    suite: Suite
-    plan: Plan
-    target: str
-    options: TargetOptions
-    share: tuple[int, int]
-    origin: float  # the run's t0 on the monotonic clock that every process shares
-    pricer: Pricer | None = None
-    price_ref: str | None = None
-    skip: frozenset[tuple[str, int, str, int]] = frozenset()
-    skip_passes: frozenset[tuple[str, int]] = frozenset()
-
-
-def auto_workers(plan: Plan, cpus: int | None = None) -> int:
-    """``--workers auto``: one worker per 128 tasks in flight (or per 1,000 open-loop tasks/s),
-    at most one per core. One worker handles far more than either on this client stack; more
-    would only add start-up time and pass barriers."""
-    from perfbench.load import Rate
-
-    cpus = cpus or os.cpu_count() or 1
-    if isinstance(plan.load, Adaptive):
-        return 1
-    if isinstance(plan.load, Rate):
-        wanted = math.ceil(plan.load.per_second / 1000)
-    else:
-        wanted = math.ceil(plan.concurrency / 128)
-    return max(1, min(cpus, wanted))
-
-
-# ---------------------------------------------------------------------------- framing
-
-
-class _Channel:
-    """One end of the socket: whole frames in and out; one send at a time (the sender task
-    and a final flush, or a go and a stop, must not interleave their bytes)."""
-
-    def __init__(self, stream: anyio.abc.SocketStream) -> None:
-        self.stream = stream
-        self.reader = BufferedByteReceiveStream(stream)
-        self._lock = anyio.Lock()
-
-    async def send(self, message: Any) -> None:
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        async with self._lock:
-            await self.stream.send(_HEADER.pack(len(data)) + data)
-
-    async def receive(self) -> Any:
-        (size,) = _HEADER.unpack(await self.reader.receive_exactly(_HEADER.size))
-        return pickle.loads(await self.reader.receive_exactly(size))
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -139,9 +82,9 @@ class _Channel:
 class _Worker:
     index: int
     process: anyio.abc.Process
-    channel: _Channel | None = None
+    channel: Channel | None = None
     stderr: deque[bytes] = field(default_factory=lambda: deque(maxlen=64))
-    done: tuple[Any, ...] | None = None
+    done: Done | None = None
 
     def tail(self) -> str:
         text = b"".join(self.stderr).decode(errors="replace").strip()
@@ -162,13 +105,12 @@ class Fleet:
         pricer: Pricer | None = None,
         price_ref: str | None = None,
         on_pass: PassHook | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.spec, self.options = recipe
         self.pricer, self.price_ref, self.on_pass = pricer, price_ref, on_pass
-        self.skip: set[tuple[str, int, str, int]] = set()
-        self.skip_passes: set[tuple[str, int]] = set()
-        self.resume_at = 0.0
+        self.resume = resume or Resume()
         # Adaptive: the one controller, fed every worker's samples; workers get their shares.
         self.aimd = Aimd(plan.load) if isinstance(plan.load, Adaptive) else None
         self._limits: tuple[int, float] | None = None  # the last (limit, hold) sent
@@ -176,11 +118,11 @@ class Fleet:
         self._stopped = False
         self._stop: anyio.Event | None = None  # made in run(): an Event needs the loop
         self._workers: list[_Worker] = []
-        self._reports: dict[tuple[str, int], list[Any]] = {}
+        self._reports: dict[tuple[str, int], list[RunScopes | None]] = {}
         self._arrived: anyio.Event | None = None
         # Lines are decoded back into Samples only for observers (the live view, --json) and
         # the AIMD controller.
-        self._decode = bool(recorder.observers) or self.aimd is not None
+        self._decode = recorder.watched or self.aimd is not None
         self._in_flight: dict[int, int] = {}  # worker → its latest sample's concurrency
 
     def stop(self) -> None:
@@ -193,7 +135,7 @@ class Fleet:
         self._limits_changed = anyio.Event()
         if self._stopped:
             self._stop.set()
-        origin = time.monotonic() - self.resume_at
+        origin = time.monotonic() - self.resume.clock_offset
         count = self.plan.workers
         with tempfile.TemporaryDirectory(prefix="perfbench-") as tmp:
             path = str(Path(tmp) / "fleet.sock")
@@ -207,7 +149,7 @@ class Fleet:
                         tg.start_soon(self._drain_stderr, w)
                     await self._connect(listener)
                     for w in self._workers:
-                        await self._channel(w).send(self._recipe(w.index, count, origin))
+                        await self._channel(w).send(self._start(w.index, count, origin))
                     for w in self._workers:
                         tg.start_soon(self._listen, w)
                     tg.start_soon(self._relay_stop)
@@ -230,40 +172,41 @@ class Fleet:
             return None
         lag = Histogram()
         shares = []
-        for _, worker_lag, cpu, wall in done:
-            lag.merge(worker_lag)
-            shares.append(cpu / wall if wall > 0 else 0.0)
+        for d in done:
+            lag.merge(d.lag)
+            shares.append(d.cpu_s / d.wall_s if d.wall_s > 0 else 0.0)
         return {
             "loop_lag": lag.summary(),
-            "cpu_s": sum(d[2] for d in done),
-            "wall_s": max(d[3] for d in done),
+            "cpu_s": sum(d.cpu_s for d in done),
+            "wall_s": max(d.wall_s for d in done),
             "cpu_share": max(shares),
             "workers": len(done),
             "worker_cpu_shares": shares,
         }
 
-    def _recipe(self, index: int, count: int, origin: float) -> Recipe:
+    def _start(self, index: int, count: int, origin: float) -> Start:
+        share = Share(index, count)
         connections = self.options.concurrency  # 0 (no limit) stays 0
         options = replace(
             self.options,
-            concurrency=max(1, split(connections, (index, count))) if connections else 0,
+            concurrency=max(1, share.split(connections)) if connections else 0,
             server_url=getattr(self.target, "url", None),
         )
-        return Recipe(
+        return Start(
             self.suite,
             self.plan,
             self.spec,
             options,
-            (index, count),
+            share,
             origin,
             self.pricer,
             self.price_ref,
-            frozenset(self.skip),
-            frozenset(self.skip_passes),
+            self.resume.done,
+            self.resume.whole_passes,
         )
 
     async def _spawn(self, path: str, index: int) -> _Worker:
-        cmd = [sys.executable, "-m", "perfbench.workers", path, str(index)]
+        cmd = [sys.executable, "-m", "perfbench.engine.worker", path, str(index)]
         process = await anyio.open_process(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -283,9 +226,10 @@ class Fleet:
         waiting = {w.index for w in self._workers}
         with anyio.move_on_after(START_TIMEOUT_S) as scope:
             while waiting:
-                channel = _Channel(await self._accept_or_exit(listener))
+                channel = Channel(await self._accept_or_exit(listener))
                 hello = await channel.receive()
-                w = self._workers[hello[1]]
+                assert isinstance(hello, Hello)
+                w = self._workers[hello.index]
                 w.channel = channel
                 waiting.discard(w.index)
         if scope.cancelled_caught:
@@ -317,7 +261,7 @@ class Fleet:
             tg.start_soon(watch)
         return result[0]
 
-    def _channel(self, w: _Worker) -> _Channel:
+    def _channel(self, w: _Worker) -> Channel:
         assert w.channel is not None
         return w.channel
 
@@ -328,33 +272,34 @@ class Fleet:
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
                 code = await w.process.wait()
                 raise WorkerError(f"worker {w.index} died (exit code {code}): {w.tail()}") from None
-            kind = message[0]
-            if kind == "samples":
-                self._samples(message[1], message[2], w.index)
-            elif kind == "pass":
-                self._reports.setdefault((message[1], message[2]), []).append(message[3])
-                if self._arrived is not None:
-                    self._arrived.set()
-            elif kind == "done":
-                w.done = message[1:]
-                self.recorder.summarizer.warmup_tasks += message[1]
-                if self._arrived is not None:
-                    self._arrived.set()
-                return
-            elif kind == "error":
-                raise WorkerError(f"worker {w.index}: {message[1]}")
+            match message:
+                case Samples(lines, count):
+                    self._samples(lines, count, w.index)
+                case PassDone(phase, run, scopes):
+                    self._reports.setdefault((phase, run), []).append(scopes)
+                    self._tell()
+                case Done(warmup_tasks):
+                    w.done = message
+                    self.recorder.add_warmup(warmup_tasks)
+                    self._tell()
+                    return
+                case Failed(why):
+                    raise WorkerError(f"worker {w.index}: {why}")
+                case Ready():
+                    pass
 
-    def _samples(self, lines: bytes, n: int, index: int) -> None:
-        if isinstance(self.recorder.writer, SampleWriter):
-            self.recorder.writer.write_lines(lines)
-        self.recorder.recorded += n
+    def _tell(self) -> None:
+        if self._arrived is not None:
+            self._arrived.set()
+
+    def _samples(self, lines: bytes, count: int, index: int) -> None:
+        self.recorder.record_lines(lines, count)
         if not self._decode:
             return
         for line in lines.splitlines():
             sample = Sample.from_json(orjson.loads(line))
             self._in_flight[index] = sample.concurrency
-            for observe in self.recorder.observers:
-                observe(sample)
+            self.recorder.observe(sample)
             if self.aimd is not None and sample.status != "cancelled":
                 self.aimd.observe(sample)
         changed = self.aimd is not None and (self.aimd.limit, self.aimd.hold_until) != self._limits
@@ -372,9 +317,8 @@ class Fleet:
             for w in self._workers:
                 if w.done is None and w.channel is not None:
                     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        await w.channel.send(
-                            ("limit", split(limit, (w.index, len(self._workers))), hold)
-                        )
+                        share = Share(w.index, len(self._workers)).split(limit)
+                        await w.channel.send(Limit(share, hold))
 
     async def _relay_stop(self) -> None:
         assert self._stop is not None
@@ -383,24 +327,24 @@ class Fleet:
             if w.done is None and w.channel is not None:
                 # A worker that finished (or died: its listener says so) needs no stop.
                 with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await w.channel.send(("stop",))
+                    await w.channel.send(Stop())
 
     async def _passes(self) -> None:
         for phase, index in self.plan.passes():
             if self._stopped:
                 return
             key = (phase, index)
-            if self.on_pass is not None and key not in self.skip_passes:
-                count = len(todo(self.suite, self.plan, self.skip, phase, index))
+            if self.on_pass is not None and key not in self.resume.whole_passes:
+                count = len(todo(self.suite, self.plan, self.resume.done, phase, index))
                 if count:
                     self.on_pass(phase, index, count)
             start = time.monotonic() + 0.01  # every worker gets its go before this moment
             for w in self._workers:
-                await self._channel(w).send(("go", phase, index, start))
+                await self._channel(w).send(Go(phase, index, start))
             await self._wait(partial(self._reported, key))
             for scopes in self._reports.pop(key):
                 if scopes is not None:
-                    self.recorder.summarizer.absorb(index, scopes)
+                    self.recorder.absorb(index, scopes)
             self.recorder.pass_finished(phase, index)
 
     def _reported(self, key: tuple[str, int]) -> bool:
@@ -427,160 +371,3 @@ class Fleet:
                     w.process.kill()
                     await w.process.wait()
                 await w.process.aclose()
-
-
-# ---------------------------------------------------------------------------- worker side
-
-
-class _LineSink:
-    """The worker's Recorder writer: samples become JSON lines, sent in batches."""
-
-    def __init__(self, link: _Link) -> None:
-        self.link = link
-
-    def write(self, sample: Sample) -> None:
-        self.link.lines.append(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
-        if len(self.link.lines) >= FLUSH_LINES:
-            self.link.wake()
-
-    def close(self) -> None:
-        pass
-
-
-class _WorkerRecorder(Recorder):
-    """At a pass's end: hand the pass's statistics to the parent instead of closing them."""
-
-    link: _Link
-
-    def pass_finished(self, phase: Phase, run: int) -> None:
-        scopes = self.summarizer.take_run(run) if phase == "measured" else None
-        self.link.post(("pass", phase, run, scopes))
-
-
-class _Link:
-    """The worker's end of the socket: an outbox drained by one sender task (so the
-    synchronous recorder never waits on the socket), and the parent's go per pass."""
-
-    def __init__(self, channel: _Channel) -> None:
-        self.channel = channel
-        self.lines: list[bytes] = []
-        self.outbox: list[Any] = []
-        self._wake = anyio.Event()
-        self._go: dict[tuple[str, int], float] = {}
-        self._go_event = anyio.Event()
-        self._flushing = anyio.Lock()
-        self.stopped = False
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def post(self, message: Any) -> None:
-        self._pack_lines()
-        self.outbox.append(message)
-        self._wake.set()
-
-    def _pack_lines(self) -> None:
-        if self.lines:
-            lines, self.lines = self.lines, []
-            self.outbox.append(("samples", b"".join(lines), len(lines)))
-
-    async def sender(self) -> None:
-        while True:
-            with anyio.move_on_after(FLUSH_S):
-                await self._wake.wait()
-            self._wake = anyio.Event()
-            await self.flush()
-
-    async def flush(self) -> None:
-        # One flusher at a time (the sender task, or the final flush): messages leave in the
-        # order they were posted, so a pass's report never overtakes its samples, nor "done".
-        async with self._flushing:
-            self._pack_lines()
-            while self.outbox:
-                outbox, self.outbox = self.outbox, []
-                for message in outbox:
-                    await self.channel.send(message)
-
-    async def receiver(self, runner: Runner) -> None:
-        while True:
-            try:
-                message = await self.channel.receive()
-            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
-                message = ("stop",)  # the parent is gone: stop, keep nothing running
-            if message[0] == "go":
-                self._go[(message[1], message[2])] = message[3]
-                self._go_event.set()
-            elif message[0] == "limit":
-                runner.set_limit(message[1], message[2])
-            elif message[0] == "stop":
-                self.stopped = True
-                runner.stop()
-                self._go_event.set()
-                return
-
-    async def gate(self, phase: Phase, index: int) -> float | None:
-        """Wait for the parent's go for this pass; its start time is the open-loop base."""
-        while (phase, index) not in self._go and not self.stopped:
-            self._go_event = anyio.Event()
-            await self._go_event.wait()
-        return self._go.pop((phase, index), None)
-
-
-async def _serve(path: str, index: int) -> None:
-    channel = _Channel(await anyio.connect_unix(path))
-    link = _Link(channel)
-    await channel.send(("hello", index))
-    recipe: Recipe = await channel.receive()
-    try:
-        await _work(recipe, link)
-    except Exception as exc:  # perfbench's own failure in the worker: the parent reports it
-        link.post(("error", reason(exc)))
-        await link.flush()
-        raise
-    finally:
-        await channel.aclose()
-
-
-async def _work(recipe: Recipe, link: _Link) -> None:
-    suite, plan = recipe.suite, recipe.plan
-    target = resolve(recipe.target, recipe.options)
-    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
-
-    def price(tokens_in: int | None, tokens_out: int | None) -> float | None:
-        if recipe.pricer is None:
-            return None
-        return recipe.pricer.cost(recipe.price_ref, tokens_in, tokens_out)
-
-    recorder = _WorkerRecorder(summarizer, writer=_LineSink(link), price=price)
-    recorder.link = link
-    runner = Runner(
-        suite, target, plan, recorder, share=recipe.share, origin=recipe.origin, gate=link.gate
-    )
-    runner.skip = set(recipe.skip)
-    runner.skip_passes = set(recipe.skip_passes)
-    runner.follower = runner.aimd is not None  # the parent's controller sets the limit
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(link.sender)
-        tg.start_soon(link.receiver, runner)
-        async with AsyncExitStack() as stack:
-            await open_target(target, stack)
-            link.post(("ready",))
-            await runner.run()
-        monitor = runner.monitor
-        assert monitor is not None
-        client = monitor.summary()
-        link.post(("done", summarizer.warmup_tasks, monitor.lag, client["cpu_s"], client["wall_s"]))
-        await link.flush()
-        tg.cancel_scope.cancel()
-
-
-def main(argv: list[str]) -> None:
-    path, index = argv[0], int(argv[1])
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    sys.stdout = sys.stderr  # nothing may write to a stream the parent does not read
-    anyio.run(_serve, path, index, backend_options=host.loop_options())
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,4 +1,4 @@
-"""The runner's Gate: a concurrency limit that changes while tasks wait, down to zero (a worker
+"""The runner's Limiter: a concurrency limit that changes while tasks wait, down to zero (a worker
 whose share of a coordinated AIMD limit is nothing for now). Virtual time: instant."""
 
 from __future__ import annotations
@@ -6,13 +6,14 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from perfbench.runner import Gate, split
+from perfbench.engine.limiter import Limiter
+from perfbench.engine.share import Share
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_zero_limit_holds_everyone_until_it_is_raised() -> None:
-    gate = Gate(0)
+    gate = Limiter(0)
     passed: list[float] = []
 
     async def one() -> None:
@@ -32,7 +33,7 @@ async def test_a_zero_limit_holds_everyone_until_it_is_raised() -> None:
 
 
 async def test_lowering_the_limit_lets_nobody_new_in_until_below_it() -> None:
-    gate = Gate(3)
+    gate = Limiter(3)
     for _ in range(3):
         await gate.acquire()
     gate.set(1)
@@ -52,5 +53,5 @@ async def test_lowering_the_limit_lets_nobody_new_in_until_below_it() -> None:
 @pytest.mark.parametrize("total", [0, 1, 2, 5, 64, 255])
 def test_split_shares_add_up_and_differ_by_at_most_one(total: int) -> None:
     for count in (1, 2, 3, 4):
-        shares = [split(total, (i, count)) for i in range(count)]
+        shares = [Share(i, count).split(total) for i in range(count)]
         assert sum(shares) == total and max(shares) - min(shares) <= 1

@@ -1,0 +1,51 @@
+"""Taking up an interrupted run: what is on disk already, read back from samples.jsonl.
+
+Closed loop: every finished task is kept and not run again. Open loop: a pass is kept only
+if every scheduled arrival of it is on disk; a pass cut short is measured again from its
+start, since its schedule (and the load it put on the target) cannot be continued from the
+middle. Either way the run's timeline continues after the last sample on disk, so per-run
+windows stay ordered."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfbench import store
+from perfbench.load import Rate
+from perfbench.sample import Sample
+from perfbench.spec import Plan
+from perfbench.suite import Suite
+
+TaskKey = tuple[str, int, str, int]  # Sample.key: phase, run, case, iteration
+
+
+@dataclass(frozen=True)
+class Resume:
+    done: frozenset[TaskKey] = frozenset()  # tasks already measured
+    whole_passes: frozenset[tuple[str, int]] = frozenset()  # open loop: passes already measured
+    clock_offset: float = 0.0  # the resumed run's clock continues from here
+
+    @classmethod
+    def read(cls, run_dir: Path, suite: Suite, plan: Plan) -> tuple[Resume, list[Sample]]:
+        """What ``run_dir`` has measured, and the samples kept (samples.jsonl is compacted:
+        a torn last line and cancelled tasks go; open loop, passes that did not finish)."""
+        keep = _whole_passes(run_dir, suite, plan) if isinstance(plan.load, Rate) else None
+        kept = store.compact_samples(run_dir, keep or (lambda s: True))
+        passes = frozenset((s.phase, s.run) for s in kept) if keep is not None else frozenset()
+        resume = cls(
+            done=frozenset(s.key for s in kept),
+            whole_passes=passes,
+            clock_offset=max((s.end for s in kept), default=0.0),
+        )
+        return resume, kept
+
+
+def _whole_passes(run_dir: Path, suite: Suite, plan: Plan) -> Callable[[Sample], bool]:
+    assert isinstance(plan.load, Rate)
+    per_pass = plan.load.count(len(suite.cases) * plan.repeat)
+    seen = Counter((s.phase, s.run) for s in store.read_samples(run_dir) if s.status != "cancelled")
+    whole = {key for key, n in seen.items() if n >= per_pass}
+    return lambda s: (s.phase, s.run) in whole

@@ -1,0 +1,209 @@
+"""The worker side of ``--workers N``: ``python -m perfbench.engine.worker SOCKET INDEX``.
+
+A worker connects back to its parent's ``Fleet``, receives a ``Start``, builds its own target
+from the target string, and runs a ``Runner`` over its share of every pass, waiting for the
+parent's go before each. Its samples go to the parent as JSON lines in batches (at most
+``FLUSH_S`` late); at the end of each pass it hands over what its statistics accumulated.
+Ctrl-C is the parent's to handle: a worker ignores SIGINT and stops when told, or when its
+parent's socket closes."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import AsyncExitStack
+
+import anyio
+import orjson
+
+from perfbench import host
+from perfbench.engine.messages import (
+    Channel,
+    Done,
+    Failed,
+    FromWorker,
+    Go,
+    Hello,
+    Limit,
+    PassDone,
+    Ready,
+    Samples,
+    Start,
+    Stop,
+)
+from perfbench.engine.resume import Resume
+from perfbench.engine.runner import Runner
+from perfbench.errors import reason
+from perfbench.load import Adaptive
+from perfbench.sample import Phase, Sample
+from perfbench.stats.summary import Summarizer
+from perfbench.store.recorder import Price, Recorder
+from perfbench.targets import open_target
+from perfbench.targets.registry import resolve
+
+FLUSH_S = 0.05  # how late a worker's samples may reach samples.jsonl
+FLUSH_LINES = 512
+
+
+class _LineSink:
+    """The worker's Recorder writer: samples become JSON lines, sent in batches."""
+
+    def __init__(self, link: _Link) -> None:
+        self.link = link
+
+    def write(self, sample: Sample) -> None:
+        self.link.lines.append(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
+        if len(self.link.lines) >= FLUSH_LINES:
+            self.link.wake()
+
+    def write_lines(self, lines: bytes) -> None:
+        self.link.lines.append(lines)
+
+    def close(self) -> None:
+        pass
+
+
+class _WorkerRecorder(Recorder):
+    """At a pass's end: hand the pass's statistics to the parent instead of closing them."""
+
+    def __init__(self, link: _Link, summarizer: Summarizer, price: Price) -> None:
+        super().__init__(summarizer, writer=_LineSink(link), price=price)
+        self.link = link
+
+    def pass_finished(self, phase: Phase, run: int) -> None:
+        scopes = self.summarizer.take_run(run) if phase == "measured" else None
+        self.link.post(PassDone(phase, run, scopes))
+
+
+class _Link:
+    """The worker's end of the socket: an outbox drained by one sender task (so the
+    synchronous recorder never waits on the socket), and the parent's go per pass."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.lines: list[bytes] = []
+        self.outbox: list[FromWorker] = []
+        self._wake = anyio.Event()
+        self._go: dict[tuple[str, int], float] = {}
+        self._go_event = anyio.Event()
+        self._flushing = anyio.Lock()
+        self.stopped = False
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def post(self, message: FromWorker) -> None:
+        self._pack_lines()
+        self.outbox.append(message)
+        self._wake.set()
+
+    def _pack_lines(self) -> None:
+        if self.lines:
+            lines, self.lines = self.lines, []
+            self.outbox.append(Samples(b"".join(lines), len(lines)))
+
+    async def sender(self) -> None:
+        while True:
+            with anyio.move_on_after(FLUSH_S):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        # One flusher at a time (the sender task, or the final flush): messages leave in the
+        # order they were posted, so a pass's report never overtakes its samples, nor "done".
+        async with self._flushing:
+            self._pack_lines()
+            while self.outbox:
+                outbox, self.outbox = self.outbox, []
+                for message in outbox:
+                    await self.channel.send(message)
+
+    async def receiver(self, runner: Runner) -> None:
+        while True:
+            try:
+                message = await self.channel.receive()
+            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+                message = Stop()  # the parent is gone: stop, keep nothing running
+            match message:
+                case Go(phase, run, start):
+                    self._go[(phase, run)] = start
+                    self._go_event.set()
+                case Limit(share, hold_until):
+                    runner.set_limit(share, hold_until)
+                case Stop():
+                    self.stopped = True
+                    runner.stop()
+                    self._go_event.set()
+                    return
+
+    async def go(self, phase: Phase, index: int) -> float | None:
+        """Wait for the parent's go for this pass; its start time is the open-loop base."""
+        while (phase, index) not in self._go and not self.stopped:
+            self._go_event = anyio.Event()
+            await self._go_event.wait()
+        return self._go.pop((phase, index), None)
+
+
+async def _serve(path: str, index: int) -> None:
+    channel = Channel(await anyio.connect_unix(path))
+    link = _Link(channel)
+    await channel.send(Hello(index))
+    start: Start = await channel.receive()
+    try:
+        await _work(start, link)
+    except Exception as exc:  # perfbench's own failure in the worker: the parent reports it
+        link.post(Failed(reason(exc)))
+        await link.flush()
+        raise
+    finally:
+        await channel.aclose()
+
+
+async def _work(start: Start, link: _Link) -> None:
+    suite, plan = start.suite, start.plan
+    target = resolve(start.target, start.options)
+    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
+
+    def price(tokens_in: int | None, tokens_out: int | None) -> float | None:
+        if start.pricer is None:
+            return None
+        return start.pricer.cost(start.price_ref, tokens_in, tokens_out)
+
+    recorder = _WorkerRecorder(link, summarizer, price)
+    runner = Runner(
+        suite,
+        target,
+        plan,
+        recorder,
+        resume=Resume(start.skip, start.skip_passes),
+        share=start.share,
+        origin=start.origin,
+        go=link.go,
+        follower=isinstance(plan.load, Adaptive),  # the parent's controller sets the limit
+    )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(link.sender)
+        tg.start_soon(link.receiver, runner)
+        async with AsyncExitStack() as stack:
+            await open_target(target, stack)
+            link.post(Ready())
+            await runner.run()
+        monitor = runner.monitor
+        assert monitor is not None
+        client = monitor.summary()
+        link.post(Done(summarizer.warmup_tasks, monitor.lag, client["cpu_s"], client["wall_s"]))
+        await link.flush()
+        tg.cancel_scope.cancel()
+
+
+def main(argv: list[str]) -> None:
+    path, index = argv[0], int(argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    sys.stdout = sys.stderr  # nothing may write to a stream the parent does not read
+    anyio.run(_serve, path, index, backend_options=host.loop_options())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,97 @@
+"""Sweep directories: one run directory per level, and the files that describe the sweep.
+
+runs/<UTC time>_sweep_<suite>_<target>/
+    level-16/              a complete run directory per level
+    sweep.json             per-level figures and the findings
+    sweep.md               the same as a Markdown summary
+    sweep.png, sweep.svg   throughput, P95 and 429 rate against level, the knee marked
+    sweep-plan.json        how the sweep was started (no keys) and whether it finished:
+                           `perfbench sweep --resume DIR` continues it
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from perfbench import store
+from perfbench.errors import StoreError
+
+PLAN_FILE = "sweep-plan.json"
+
+
+def is_sweep(path: Path) -> bool:
+    return (path / PLAN_FILE).is_file()
+
+
+def level_dir(sweep: Path, level: float) -> Path:
+    return sweep / f"level-{level:g}"
+
+
+def read_plan(path: Path) -> dict[str, Any]:
+    """How an unfinished sweep was started, to resume it."""
+    plan_file = path / PLAN_FILE
+    if not plan_file.is_file():
+        raise StoreError(f"{path} is not a sweep directory that can resume (no {PLAN_FILE})")
+    how: dict[str, Any] = store.read_json(plan_file)
+    if how.get("status") == "completed":
+        raise StoreError(f"{path} is complete; nothing to resume")
+    if "cases" not in how and "spec" not in how:
+        raise StoreError(f"{plan_file} does not record how the sweep was started")
+    return how
+
+
+def finished(run_dir: Path) -> dict[str, Any] | None:
+    """The summary of a level a previous process completed, else None."""
+    meta_path = run_dir / store.META
+    if not meta_path.is_file():
+        return None
+    meta = store.read_json(meta_path)
+    if meta.get("status") != "completed":
+        return None
+    summary: dict[str, Any] = store.read_summary(run_dir, meta)
+    return summary
+
+
+def resumable(run_dir: Path, open_loop: bool) -> bool:
+    """Whether an existing level directory is continued (True) or the level starts afresh. An
+    open-loop level cannot continue its schedule: the partial one is moved aside, not lost."""
+    if not run_dir.exists():
+        return False
+    if not (run_dir / store.META).is_file():
+        if any(run_dir.iterdir()):
+            raise StoreError(f"{run_dir} has files but no meta.json: move it away and resume")
+        run_dir.rmdir()  # killed between making the folder and writing meta.json
+        return False
+    if open_loop:
+        k = 1
+        while run_dir.with_name(f"{run_dir.name}.partial-{k}").exists():
+            k += 1
+        run_dir.rename(run_dir.with_name(f"{run_dir.name}.partial-{k}"))
+        return False
+    return True
+
+
+def with_levels(refs: list[str]) -> list[str]:
+    """Run references, a sweep directory standing for its levels' runs in level order."""
+    out: list[str] = []
+    for ref in refs:
+        folder = Path(ref)
+        if not is_sweep(folder):
+            out.append(ref)
+            continue
+        levels = store.list_runs(folder)
+        if not levels:
+            raise StoreError(f"{folder} is a sweep with no level run yet: nothing to report")
+        levels.sort(key=lambda r: _level(r.path.name))
+        out += [str(r.path) for r in levels]
+    return out
+
+
+def _level(name: str) -> tuple[float, str]:
+    """A sweep level's run directory (level-<n>) in level order; other names last."""
+    try:
+        return float(name.removeprefix("level-")), name
+    except ValueError:
+        return math.inf, name
