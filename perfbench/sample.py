@@ -12,6 +12,46 @@ Status = Literal["ok", "error", "timeout", "rate_limited", "cancelled", "dropped
 Phase = Literal["warmup", "measured"]
 STATUSES: tuple[Status, ...] = ("ok", "error", "timeout", "rate_limited", "cancelled", "dropped")
 
+# Why a task failed: one vocabulary for every target, the in-process mock included, so one
+# profile's faults read the same on ``-t mock`` and ``-t mock+http``. Kinds ending in ``_`` or
+# ``:`` take a suffix (``http_503``, ``unhandled:KeyError``). The README and
+# docs/agent-targets.md describe each.
+ERROR_KINDS: dict[str, str] = {
+    # the call
+    "connect_error": "the connection could not be made (refused, DNS, connect timeout)",
+    "timeout": "no answer in time (the case's timeout_s, or no bytes for the read timeout)",
+    "rate_limited": "HTTP 429, after any retries",
+    "http_": "any other refused answer, by its HTTP status (http_500, http_503…)",
+    "connection_dropped": "the connection broke before or while the body was read",
+    "malformed_stream": "a model's reply that is not what its API promises (bad JSON, cut short)",
+    "stream_error": "an error event inside a model's stream",
+    "malformed_response": "an agent's answer that is not JSON or lacks its output",
+    "transport_error": "any other transport failure (a proxy's error…)",
+    # the agent
+    "max_steps": "no final answer after the case's max_steps",
+    "unknown_tool": "the model called a tool the case does not declare",
+    "agent_exception:": "a Python agent raised (by the exception's name)",
+    "agent_not_async": "a Python agent returned something not awaitable",
+    # the runner
+    "dropped": "open loop: not started, max_in_flight tasks were in flight",
+    "cancelled": "stopped (Ctrl-C) while in flight; run again on --resume",
+    "unhandled:": "a target raised instead of returning a sample (a bug in the target)",
+}
+
+
+def known_kind(kind: str) -> bool:
+    """Whether ``kind`` is in the vocabulary (a suffixed kind by its prefix)."""
+    if kind in ERROR_KINDS:
+        return True
+    return any(kind.startswith(k) and len(kind) > len(k) for k in ERROR_KINDS if k[-1] in "_:")
+
+
+def status_of(kind: str) -> Status:
+    """The status of a task that failed with ``kind``."""
+    if kind == "rate_limited":
+        return "rate_limited"
+    return "timeout" if kind == "timeout" else "error"
+
 
 @dataclass(slots=True)
 class Step:

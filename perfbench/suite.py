@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -65,6 +66,17 @@ class Expect(_Strict):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    def check(self, tool_calls: Sequence[str], output: str | None) -> bool | None:
+        """Whether an answer meets this expectation: the tools called, in order, are
+        ``tool_calls``, and the output contains every ``output_contains`` string, ignoring
+        case. None when nothing is expected. Every target scores its answers here."""
+        if not self.tool_calls and not self.output_contains:
+            return None
+        if self.tool_calls and list(tool_calls) != self.tool_calls:
+            return False
+        folded = (output or "").casefold()
+        return all(s.casefold() in folded for s in self.output_contains)
 
 
 class Case(_Strict):

@@ -17,6 +17,7 @@ import pytest
 from trio.testing import MockClock
 
 from perfbench.mock.profile import Profile
+from perfbench.mock.server import command
 from perfbench.suite import Suite, load_suite
 
 CASES = Path(__file__).resolve().parent.parent / "cases"
@@ -80,7 +81,7 @@ def mock_process(profile: Path | str, *extra: str, cpus: set[int] | None = None)
     """`perfbench mock serve` in a child process (its own interpreter, so timing is not skewed
     by sharing a GIL with the test); yields the base URL, always stops it. ``cpus`` pins the
     server to those cores (benchmarks keep it off the client's core)."""
-    cmd = [sys.executable, "-m", "perfbench", "mock", "serve", "--profile", str(profile), *extra]
+    cmd = command(str(profile), *extra)
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
             if cpus:

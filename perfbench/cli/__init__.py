@@ -3,7 +3,6 @@ it holds no measurement logic of its own."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -31,8 +30,9 @@ from perfbench.engine.sweep import Sweep
 from perfbench.errors import GateError, PerfbenchError, StoreError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.load import Adaptive, Load, Rate
+from perfbench.report import compare_md
 from perfbench.report import console as tables
-from perfbench.report import markdown
+from perfbench.report.format import seconds
 from perfbench.report.junit import junit
 from perfbench.report.sweep_md import markdown as sweep_markdown
 from perfbench.spec import Plan, SweepPlan, auto_workers, plan_doc, plan_from_doc
@@ -676,7 +676,7 @@ def sweep(
             status = f"stop: {reason}" if reason else "ok"
             err.print(
                 f"level {level.level:g}: {level.throughput:.2f} tasks/s, "
-                f"P95 {tables.seconds(level.p95)} · {status}",
+                f"P95 {seconds(level.p95)} · {status}",
                 highlight=False,
             )
             if events is not None:
@@ -748,8 +748,8 @@ def list_(
             str(m.get("target", "")),
             m.get("label") or "",
             str(head.get("tasks", "–")),
-            tables.seconds(head.get("p50")),
-            tables.seconds(head.get("p95")),
+            seconds(head.get("p50")),
+            seconds(head.get("p95")),
             store.status(m),
         )
     if not table.row_count:
@@ -920,9 +920,9 @@ def compare_(
     complete = all(m.get("status") == "completed" for m in (base_meta, cand_meta))
     verdict = outcome(result, checked, strict_on, complete)
     if result is not None:
-        text = markdown.comparison(result, base_meta, cand_meta, checked, verdict, notes)
+        text = compare_md.comparison(result, base_meta, cand_meta, checked, verdict, notes)
     else:
-        text = markdown.thresholds_only(cand_meta, checked, verdict, notes)
+        text = compare_md.thresholds_only(cand_meta, checked, verdict, notes)
     if as_json:
         _print_json(result, base_meta, cand_meta, checked, verdict, notes)
     else:
@@ -1220,7 +1220,7 @@ def mock_serve(
     GET URL/stats counts requests, 429s and injected faults.
     """
     from perfbench.mock.profile import load_profile
-    from perfbench.mock.server import MockServer, new_loop
+    from perfbench.mock.server import MockServer, new_loop, stop_when_closed
 
     with _errors():
         loaded = load_profile(profile)
@@ -1235,7 +1235,7 @@ def mock_serve(
     print(url, flush=True)
     err.print(f"perfbench mock: profile {loaded.name or profile}, seed {seed}; Ctrl-C stops.")
     if until_stdin_closes:
-        _stop_when_closed(loop, sys.stdin.fileno())
+        stop_when_closed(loop, sys.stdin.fileno())
     try:
         loop.run_forever()
     except KeyboardInterrupt:
@@ -1243,19 +1243,6 @@ def mock_serve(
     finally:
         loop.run_until_complete(server.stop())
         loop.close()
-
-
-def _stop_when_closed(loop: asyncio.AbstractEventLoop, fd: int) -> None:
-    def readable() -> None:
-        try:
-            if os.read(fd, 4096):
-                return  # nothing is expected on it; only its end matters
-        except OSError:
-            pass
-        loop.remove_reader(fd)
-        loop.stop()
-
-    loop.add_reader(fd, readable)
 
 
 @mock_app.command("profiles")

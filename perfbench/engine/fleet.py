@@ -70,6 +70,7 @@ from perfbench.stats.histogram import Histogram
 from perfbench.stats.summary import RunScopes
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
+from perfbench.targets import Target
 from perfbench.targets.registry import TargetOptions
 
 START_TIMEOUT_S = 60.0
@@ -97,7 +98,7 @@ class Fleet:
     def __init__(
         self,
         suite: Suite,
-        target: Any,
+        target: Target,
         plan: Plan,
         recorder: Recorder,
         *,
@@ -190,7 +191,7 @@ class Fleet:
         options = replace(
             self.options,
             concurrency=max(1, share.split(connections)) if connections else 0,
-            server_url=getattr(self.target, "url", None),
+            server_url=self.target.server_url,
         )
         return Start(
             self.suite,

@@ -71,7 +71,7 @@ class Session:
         self.invocation = invocation  # how to rebuild this run (for --resume); no keys in it
         self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
         self.pricer = pricer
-        self.price_ref: str | None = getattr(target, "price_ref", None)
+        self.price_ref = target.price_ref
         self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
         # Checked before any task runs (and outside the event loop, so errors stay plain).
         self._resume_meta: dict[str, Any] | None = None
@@ -231,7 +231,7 @@ class Session:
             "prices": {
                 **(self.pricer.source() if self.pricer else {"package": None}),
                 "priced_as": self.price_ref,
-                "simulated": bool(getattr(self.target, "simulated", False)),
+                "simulated": self.target.simulated,
             },
             "invocation": self.invocation,
             "perfbench_version": __version__,

@@ -1,50 +1,48 @@
-"""HTTP clients sized for the planned load (DESIGN §7), behind one seam: ``Pool.post``.
+"""The HTTP client beneath the targets: one seam, ``HttpClient.post``, sized for the planned
+load (DESIGN §7).
 
-On asyncio (every real run) requests go straight through aiohttp: one connector holding
-``concurrency`` keep-alive connections. Measured against the mock server on this machine
-(``perfbench calibrate --path http``), the agent loop costs 0.25–0.40 ms of client CPU per
-short call through it, against 0.65 ms through httpx with aiohttp as its transport and 2.7 ms
-per streamed call through httpx's own transport, whose pool rescans every connection for every
-queued request. perfbench's request class marks the moment the request goes out (the callback
-found through a context variable), and writes it at once (see ``_request_class``).
+On asyncio (every real run) requests go straight through aiohttp (``aiohttp_backend``): one
+connector holding ``concurrency`` keep-alive connections, with perfbench's measurement devices
+(arrival stamps, "sent" marked as the request goes out). Elsewhere (trio, which the tests use
+for virtual time, and respx's mocks) it is httpx's own transport (``httpx_backend``). Why
+aiohttp and not httpx on asyncio: docs/architecture.md, "aiohttp directly on asyncio".
 
-Elsewhere (trio, which the tests use for virtual time, and respx's mocks) it is httpx's own
-transport: one client per ``SHARD`` in flight with ``max_connections ==
-max_keepalive_connections`` (the default keeps 20 alive and opens a new connection per request
-beyond that), and the least-busy client takes each request.
-
-Either way the body comes back as a ``Response`` (status, headers, ``aread``,
-``aiter_bytes``), and transport failures as ``ModelError``s of kind ``connect_error``,
-``timeout`` or ``connection_dropped``. No pool timeout: the runner's deadline bounds every
-wait."""
+Either way the body comes back as a ``Response`` (status, headers, ``aread``, ``aiter_bytes``),
+and transport failures as ``CallFailed`` (``failures``: one map for both). No pool timeout: the
+runner's deadline bounds every wait."""
 
 from __future__ import annotations
 
 import asyncio
-import collections.abc
-import functools
-import math
-import sys
-from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
-from perfbench.http.stamps import SocketStamps, StampedProtocol
-from perfbench.targets.chat import ModelError, Response
+from perfbench.http.failures import CallFailed, reraise
 
 if TYPE_CHECKING:
-    import aiohttp
+    from perfbench.http.aiohttp_backend import AiohttpBackend
+    from perfbench.http.httpx_backend import HttpxBackend
 
-SHARD = 16
-
-# The callback to run when the current request's headers go out (set around each request).
-on_sent: ContextVar[Callable[[], None] | None] = ContextVar("perfbench_on_sent", default=None)
+__all__ = ["CallFailed", "HttpClient", "Response"]
 
 
-class Pool:
+class Response(Protocol):
+    """An HTTP response with its body unread, as ``HttpClient.post`` yields it: httpx's
+    Response has this shape, and so does the adapter over aiohttp's. ``arrived`` (aiohttp
+    only) is when the bytes last read arrived, on ``time.monotonic``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    async def aread(self) -> bytes: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+class HttpClient:
     def __init__(
         self,
         concurrency: int,
@@ -57,18 +55,23 @@ class Pool:
         self.concurrency = max(0, concurrency)
         self._transport = transport  # a test's mock transport wins over everything
         self._headers = headers
-        self._clients: list[httpx.AsyncClient] = []
-        self._busy: list[int] = []
-        self._session: aiohttp.ClientSession | None = None
-        self._stamps: SocketStamps | None = None
-        self._timeouts: dict[float, Any] = {}
+        self._backend: AiohttpBackend | HttpxBackend | None = None
 
     def prepare(self) -> None:
         """Build the clients now (in the event loop, before anything is measured): the first
         request would otherwise import aiohttp and make its session, 0.1–0.25 s counted in
         that task's latency (with --warmup 0, or the first task of a resumed pass)."""
-        if self._session is None and not self._clients:
-            self._build()
+        if self._backend is None:
+            self._backend = self._build()
+
+    def _build(self) -> AiohttpBackend | HttpxBackend:
+        if self._transport is None and _on_asyncio():
+            from perfbench.http.aiohttp_backend import AiohttpBackend
+
+            return AiohttpBackend(self.concurrency, self._headers)
+        from perfbench.http.httpx_backend import HttpxBackend
+
+        return HttpxBackend(self.concurrency, self._transport, self._headers)
 
     @asynccontextmanager
     async def post(
@@ -76,150 +79,20 @@ class Pool:
         sent: Callable[[], None],
     ) -> AsyncIterator[Response]:  # fmt: skip
         """POST and yield the response with its body unread; ``sent`` is called when the
-        request's headers have gone out."""
-        self.prepare()
-        if self._session is not None:
-            async with self._aiohttp(url, content, headers, read_timeout, sent) as response:
-                yield response
-        else:
-            async with self._httpx(url, content, headers, read_timeout, sent) as response:
-                yield response
-
-    def _build(self) -> None:
-        if self._transport is None and _on_asyncio():
-            self._stamps = SocketStamps()
-            self._session = _aiohttp_session(self.concurrency, self._headers, self._stamps)
-            return
-        shards = max(1, math.ceil(self.concurrency / SHARD))
-        per = math.ceil(self.concurrency / shards) or None  # None: httpx's "no limit"
-        limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
-        timeout = httpx.Timeout(connect=10.0, read=None, write=10.0, pool=None)
-        self._clients = [
-            httpx.AsyncClient(
-                limits=limits,
-                timeout=timeout,
-                transport=self._transport,
-                headers=self._headers,
-                follow_redirects=False,
-            )
-            for _ in range(shards)
-        ]
-        self._busy = [0] * len(self._clients)
-
-    @asynccontextmanager
-    async def _aiohttp(
-        self, url: str, content: bytes, headers: Mapping[str, str], read_timeout: float,
-        sent: Callable[[], None],
-    ) -> AsyncIterator[Response]:  # fmt: skip
-        import aiohttp
-
-        assert self._session is not None
-        timeout = self._timeouts.get(read_timeout)
-        if timeout is None:  # one object per distinct timeout, not one per request
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout)
-            self._timeouts[read_timeout] = timeout
-        token = on_sent.set(sent)
+        request's headers have gone out. Transport failures raise ``CallFailed``."""
+        if self._backend is None:
+            self._backend = self._build()
+        # Not through failures.mapped: one context manager less per request.
         try:
-            async with self._session.post(  # no redirects, as on httpx: they would add latency
-                url, data=content, headers=headers, timeout=timeout, allow_redirects=False
-            ) as response:
-                yield _AiohttpResponse(response)
-        except aiohttp.ClientConnectorError as exc:
-            raise ModelError("connect_error", f"cannot connect to {url}: {exc}") from exc
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise ModelError("timeout", f"{type(exc).__name__} from {url}") from exc
-        except aiohttp.ClientError as exc:  # dropped mid-body, reset, not HTTP at all…
-            raise ModelError("connection_dropped", f"connection dropped: {exc!r}") from exc
-        finally:
-            on_sent.reset(token)
-
-    @asynccontextmanager
-    async def _httpx(
-        self, url: str, content: bytes, headers: Mapping[str, str], read_timeout: float,
-        sent: Callable[[], None],
-    ) -> AsyncIterator[Response]:  # fmt: skip
-        async def trace(name: str, info: dict[str, Any]) -> None:
-            if name == "http11.send_request_headers.started":
-                sent()
-
-        timeout = httpx.Timeout(connect=10.0, read=read_timeout, write=10.0, pool=None)
-        i = min(range(len(self._busy)), key=self._busy.__getitem__)
-        self._busy[i] += 1
-        try:
-            async with self._clients[i].stream(
-                "POST",
-                url,
-                content=content,
-                headers=dict(headers),
-                timeout=timeout,
-                extensions={"trace": trace},
-            ) as response:
+            async with self._backend.post(url, content, headers, read_timeout, sent) as response:
                 yield response
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ModelError("connect_error", f"cannot connect to {url}: {exc}") from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError("timeout", f"{type(exc).__name__} from {url}") from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise ModelError("connection_dropped", f"connection dropped: {exc}") from exc
-        finally:
-            self._busy[i] -= 1
+        except Exception as exc:
+            reraise(exc, url)
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
-        self._clients = []
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        if self._stamps is not None:
-            self._stamps.close()
-            self._stamps = None
-
-
-class _AiohttpResponse:
-    __slots__ = ("_protocol", "_response", "arrived")
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        self._response = response
-        # When the bytes of the chunk last read arrived (time.monotonic), as the connection's
-        # protocol saw them: None when the connection is not one of ours.
-        self.arrived: float | None = None
-        protocol = getattr(response.connection, "protocol", None)
-        self._protocol: Any = protocol if hasattr(protocol, "watched") else None
-
-    @property
-    def status_code(self) -> int:
-        return self._response.status
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._response.headers
-
-    async def aread(self) -> bytes:
-        body = await self._response.read()
-        if self._protocol is not None:  # the whole body is in: its last bytes came last
-            self._protocol.poll()
-            self.arrived = self._protocol.last
-        return body
-
-    def aiter_bytes(self) -> AsyncIterator[bytes]:
-        if self._protocol is None:
-            return self._response.content.iter_any()
-        return self._stamped()
-
-    async def _stamped(self) -> AsyncIterator[bytes]:
-        protocol, content = self._protocol, self._response.content
-        # Body bytes that came before the watch (with the headers, or while this task waited
-        # for its turn) arrived at the latest with the last bytes the connection received.
-        protocol.arrived = protocol.last if content.total_bytes else None
-        protocol.watched = content
-        try:
-            while chunk := await content.readany():
-                protocol.poll()  # before this task's work on the chunk holds the loop
-                self.arrived, protocol.arrived = protocol.arrived, None
-                yield chunk
-        finally:
-            protocol.watched = None
+        if self._backend is not None:
+            await self._backend.aclose()
+            self._backend = None
 
 
 def _on_asyncio() -> bool:
@@ -228,133 +101,3 @@ def _on_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _aiohttp_session(
-    concurrency: int, headers: dict[str, str] | None, stamps: SocketStamps
-) -> aiohttp.ClientSession:
-    import aiohttp
-
-    connector = _connector_class(stamps)(
-        limit=concurrency,
-        limit_per_host=concurrency,
-        keepalive_timeout=60,  # 0: no limit
-    )
-    return aiohttp.ClientSession(
-        connector=connector,
-        headers=headers,
-        auto_decompress=True,
-        request_class=_request_class(stamps),
-    )
-
-
-def _connector_class(stamps: SocketStamps) -> type[aiohttp.TCPConnector]:
-    """aiohttp's connector, making connections whose protocol notes when body bytes arrive.
-
-    The loop hands a connection its bytes as soon as the socket is readable, before any task
-    runs; the task reading them may run much later, behind every other task woken in the same
-    loop pass. At 64 streams in flight, a closed loop's tasks end and restart in waves, and a
-    first token read behind a wave was timed up to 24 ms late at P99 (``tests/bench/
-    client_figures.py --errors``). Timing tokens from the arrival instead leaves perfbench's
-    own processing out of TTFT and inter-token gaps; the task's end-to-end latency keeps it.
-    The arrival is the first moment perfbench saw the bytes waiting (``stamps``), which it
-    checks between its own steps, not only when the loop next polls."""
-    import aiohttp
-    from aiohttp.client_proto import ResponseHandler
-
-    class StampingHandler(StampedProtocol, ResponseHandler):
-        last = 0.0  # when bytes last arrived, on time.monotonic
-        arrived: float | None = None  # when the first bytes not yet read arrived
-        watched: aiohttp.StreamReader | None = None  # the body being read
-        poll = stamps.poll
-
-        def data_received(self, data: bytes) -> None:
-            if not data:  # aiohttp resuming a paused read: nothing arrived
-                super().data_received(data)
-                return
-            now = self.last = self.stamps.arrived(self)
-            body = self.watched
-            if body is None or self.arrived is not None:
-                super().data_received(data)
-                return
-            before = body.total_bytes
-            super().data_received(data)
-            if body.total_bytes != before:
-                self.arrived = now
-
-    StampingHandler.stamps = stamps
-
-    class StampingConnector(aiohttp.TCPConnector):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            # The one seam aiohttp offers for the protocol class (private; a test fails if an
-            # aiohttp release renames it, and tokens are then timed when read, as before).
-            factory = functools.partial(StampingHandler, loop=self._loop)
-            self._factory = cast("functools.partial[ResponseHandler]", factory)
-
-    return StampingConnector
-
-
-def _request_class(stamps: SocketStamps) -> type[aiohttp.ClientRequest]:
-    """aiohttp's request, calling ``on_sent`` as it goes out and, on Python 3.11, writing it at
-    once as aiohttp does on 3.12+.
-
-    ``write_bytes`` is called as the request leaves: its headers are buffered and its body is
-    next. Marking "sent" there, rather than through an aiohttp ``TraceConfig``, spares every
-    request the trace machinery (a dozen signal sends; ~10% of the client's CPU per short call).
-
-    aiohttp buffers a request's headers and sends them with the body from a new task; on 3.12+
-    that task starts eagerly, on 3.11 it waits behind every callback already queued. Measured at
-    64 streams in flight, that held requests 1 ms at the median and up to 36 ms at P99 after
-    perfbench had marked them sent (``tests/bench/client_figures.py --errors``): the client's
-    own delay, counted as the server's TTFT."""
-    import aiohttp
-
-    eager = sys.version_info >= (3, 12)
-
-    class Request(aiohttp.ClientRequest):
-        def write_bytes(self, *args: Any, **kwargs: Any) -> Any:
-            stamps.poll()
-            sent = on_sent.get()
-            if sent is not None:
-                sent()
-            coro = super().write_bytes(*args, **kwargs)
-            return coro if eager else _Started(coro)
-
-    return Request
-
-
-class _Started(collections.abc.Coroutine[Any, Any, Any]):
-    """A coroutine run up to its first suspension on creation (3.12's ``eager_start``, by
-    hand): the task later made from it resumes where that step stopped, or sees its result."""
-
-    __slots__ = ("_coro", "_first", "_outcome", "_pending")
-
-    def __init__(self, coro: collections.abc.Coroutine[Any, Any, Any]) -> None:
-        self._coro = coro
-        self._first: Any = None  # what the first suspension yielded (a future, or None)
-        self._outcome: BaseException | None = None  # StopIteration: it finished eagerly
-        self._pending = True  # the task has not taken its first step yet
-        try:
-            self._first = coro.send(None)
-        except BaseException as exc:  # handed to the task, which raises it where it belongs
-            self._outcome = exc
-
-    def send(self, value: Any) -> Any:
-        if self._pending:
-            self._pending = False
-            if self._outcome is not None:
-                outcome, self._outcome = self._outcome, None
-                raise outcome
-            return self._first  # the task waits on what the coroutine was waiting on
-        return self._coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self._pending, self._outcome = False, None
-        return self._coro.throw(typ, val, tb) if val is not None else self._coro.throw(typ)
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self  # type: ignore[return-value]

@@ -11,8 +11,10 @@ together go out in one write, so a zero-latency stream is not limited by one wri
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +25,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from perfbench.http.stamps import SocketStamps, StampedProtocol
 from perfbench.mock.profile import Profile
-from perfbench.mock.service import KEY_HEADER, Plan, Service
+from perfbench.mock.service import KEY_HEADER, SendPlan, Service
 
 SPIN_S = 0.0015  # --precise: how long before a due time the server stops sleeping on a timer
 
@@ -115,7 +117,7 @@ async def _sleep_until(deadline: float, spin: float = 0.0) -> None:
         await asyncio.sleep(0 if delay <= spin else delay - spin)
 
 
-async def _send_body(request: web.BaseRequest, plan: Plan) -> web.StreamResponse:
+async def _send_body(request: web.BaseRequest, plan: SendPlan) -> web.StreamResponse:
     body = plan.body
     if plan.fault == "reset":
         _reset(request)
@@ -135,7 +137,7 @@ async def _send_body(request: web.BaseRequest, plan: Plan) -> web.StreamResponse
 
 async def _send_stream(
     request: web.BaseRequest,
-    plan: Plan,
+    plan: SendPlan,
     arrival: float,
     late: Callable[[float], None],
     timing: list[float] | None,
@@ -295,3 +297,25 @@ def serve_in_thread(
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+def command(profile: str, *options: str) -> list[str]:
+    """The command line of ``perfbench mock serve`` in a child process of this interpreter
+    (it prints its URL alone on stdout's first line): for targets, tests and benchmarks."""
+    return [sys.executable, "-m", "perfbench", "mock", "serve", "--profile", profile, *options]
+
+
+def stop_when_closed(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Stop ``loop`` when ``fd`` (the server's stdin) closes: a parent that spawned the server
+    holds it open, so the server ends with that parent, even one killed with SIGKILL."""
+
+    def readable() -> None:
+        try:
+            if os.read(fd, 4096):
+                return  # nothing is expected on it; only its end matters
+        except OSError:
+            pass
+        loop.remove_reader(fd)
+        loop.stop()
+
+    loop.add_reader(fd, readable)

@@ -1,5 +1,5 @@
 """The mock server's behaviour, apart from HTTP itself: route a request, simulate the reply,
-apply rate limits and faults, count what happened, and hand the HTTP layer a ``Plan`` of what
+apply rate limits and faults, count what happened, and hand the HTTP layer a ``SendPlan`` of what
 to send when. Keeping this free of the server library keeps it testable without sockets."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ CASE_HEADER = "x-perfbench-case"
 
 
 @dataclass
-class Plan:
+class SendPlan:
     """What to send: wait ``delay`` seconds after arrival, send status, headers and ``body``;
     or, when ``frames`` is set, the head frames at once and token frame i at ``due[i]``.
     ``fault`` (reset, truncate, malformed) tells the HTTP layer how to break the response."""
@@ -94,7 +94,7 @@ class Service:
         self._seen: Counter[bytes] = Counter()  # body digest → occurrences, for unkeyed requests
         self._ids = 0
 
-    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Plan:
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
         """``headers`` must look names up case-insensitively (or hold lower-case keys)."""
         self.stats.requests += 1
         self.stats.by_path[path] += 1
@@ -105,7 +105,7 @@ class Service:
             self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
         return plan
 
-    def done(self, plan: Plan) -> None:
+    def done(self, plan: SendPlan) -> None:
         """The response for ``plan`` has ended (sent, failed or abandoned by the client)."""
         if plan.status == 200:
             self.stats.in_flight -= 1
@@ -113,7 +113,7 @@ class Service:
             plan.holds_slot = False
             self.limiter.release()
 
-    def _route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Plan:
+    def _route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
         anthropic = path == "/v1/messages" or "anthropic-version" in headers
         if (method, path) == ("GET", "/health"):
             return _json({"status": "ok", "profile": self.profile.name})
@@ -132,7 +132,7 @@ class Service:
                 return _error(err, anthropic)
         return _error(ApiError(404, None, f"no route {method} {path}"), anthropic)
 
-    def _complete(self, headers: Mapping[str, str], raw: bytes, anthropic: bool) -> Plan:
+    def _complete(self, headers: Mapping[str, str], raw: bytes, anthropic: bool) -> SendPlan:
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -161,7 +161,9 @@ class Service:
             plan.delay += reply.stall_s
         return plan
 
-    def _reply_plan(self, reply: Reply, body: dict[str, Any], model: str, anthropic: bool) -> Plan:
+    def _reply_plan(
+        self, reply: Reply, body: dict[str, Any], model: str, anthropic: bool
+    ) -> SendPlan:
         self._ids += 1
         request_id = f"msg_{self._ids:012d}" if anthropic else f"chatcmpl-{self._ids:012d}"
         name = model or reply.model
@@ -185,7 +187,7 @@ class Service:
             else:
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 frames = openai_api.stream(reply, request_id, _created(), name, usage)
-            return Plan(headers=headers, frames=frames, due=reply.due(), fault=reply.fault)
+            return SendPlan(headers=headers, frames=frames, due=reply.due(), fault=reply.fault)
         payload = (
             anthropic_api.body(reply, request_id, name)
             if anthropic
@@ -193,7 +195,7 @@ class Service:
         )
         headers["content-type"] = JSON
         done = reply.due()[-1] if reply.pieces else reply.ttft
-        return Plan(headers=headers, body=payload, delay=done, fault=reply.fault)
+        return SendPlan(headers=headers, body=payload, delay=done, fault=reply.fault)
 
     def _rate_headers(self, quota: Quota, anthropic: bool) -> dict[str, str]:
         if anthropic:
@@ -242,10 +244,10 @@ def _created() -> int:
     return int(time.time())
 
 
-def _json(doc: dict[str, Any], status: int = 200) -> Plan:
-    return Plan(status=status, headers={"content-type": JSON}, body=orjson.dumps(doc))
+def _json(doc: dict[str, Any], status: int = 200) -> SendPlan:
+    return SendPlan(status=status, headers={"content-type": JSON}, body=orjson.dumps(doc))
 
 
-def _error(err: ApiError, anthropic: bool) -> Plan:
+def _error(err: ApiError, anthropic: bool) -> SendPlan:
     body = anthropic_api.error(err) if anthropic else openai_api.error(err)
-    return Plan(status=err.status, headers={"content-type": JSON, **err.headers}, body=body)
+    return SendPlan(status=err.status, headers={"content-type": JSON, **err.headers}, body=body)

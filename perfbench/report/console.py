@@ -12,29 +12,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from perfbench.report.format import dollars, ms, number, seconds
+
 PCTS = ("p50", "p95", "p99")
-
-
-def seconds(value: float | None) -> str:
-    """A duration for people: ``1.20 ms``, ``340.1 ms``, ``2.41 s``; ``–`` when there is none."""
-    if value is None:
-        return "–"
-    if value < 0.01:
-        return f"{value * 1e3:.2f} ms"
-    if value < 1:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value:.2f} s"
-
-
-def ms(value: float | None) -> str:
-    """A duration as a bare number of milliseconds, for columns headed '(ms)'."""
-    if value is None:
-        return "–"
-    return f"{value * 1e3:,.2f}" if value < 0.01 else f"{value * 1e3:,.1f}"
-
-
-def number(value: float | None, digits: int = 1) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
 
 
 def _dist(metrics: Mapping[str, Any], name: str, key: str) -> float | None:
@@ -81,12 +61,6 @@ def language_table(summary: Mapping[str, Any]) -> Table:
     for lang, m in summary["pooled"]["languages"].items():
         table.add_row(lang, *_row_tail(m), number(m.get("tokens_in"), 0))
     return table
-
-
-def dollars(value: float | None) -> str:
-    if value is None:
-        return "unpriced"
-    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
 
 
 def cost_table(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
-from perfbench.report.markdown import TITLES, change, spread
+from perfbench.report.format import TITLES, change, spread
 from perfbench.stats.compare import Comparison
 from perfbench.stats.gate import ThresholdResult
 

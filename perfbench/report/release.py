@@ -3,7 +3,7 @@
 The I/O edge of reporting: it reads ``meta.json`` and ``summary.json`` (never samples.jsonl:
 the encoded HDR histograms in the summary carry every distribution, so a report over a million
 samples reads kilobytes), draws the charts and writes the Markdown that
-:mod:`perfbench.report.markdown` renders.
+:mod:`perfbench.report.release_md` renders.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hdrh.histogram import HdrHistogram
 
 from perfbench import store
 from perfbench.errors import StoreError
-from perfbench.report import charts, markdown
+from perfbench.report import charts, release_md
 from perfbench.stats.compare import Comparison, Rules, compare
 from perfbench.stats.histogram import US, decode, new_hdr
 
@@ -95,7 +95,7 @@ def build(
         for r in ordered
         if firsts[r.path.parent.resolve()] is r and (r.path.parent / "sweep.md").is_file()
     ]
-    text = markdown.report(
+    text = release_md.report(
         [_view(r) for r in ordered],
         baseline.name if baseline is not None else None,
         figures,
@@ -110,8 +110,8 @@ def build(
     return path
 
 
-def _view(run: RunData) -> markdown.RunView:
-    return markdown.RunView(run.name, run.meta, run.summary)
+def _view(run: RunData) -> release_md.RunView:
+    return release_md.RunView(run.name, run.meta, run.summary)
 
 
 def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:

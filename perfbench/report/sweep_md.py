@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from perfbench.report.format import ms
 from perfbench.stats.knee import Level, in_flight
 
 
@@ -26,7 +27,7 @@ def markdown(
     for v in levels:
         sustained = in_flight(v)
         lines.append(
-            f"| {v.level:g} | {v.throughput:.2f} | {_ms(v.p50)} | {_ms(v.p95)} | {_ms(v.p99)} "
+            f"| {v.level:g} | {v.throughput:.2f} | {ms(v.p50)} | {ms(v.p95)} | {ms(v.p99)} "
             f"| {v.error_rate:.1%} | {v.throttle_rate:.1%} "
             f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
         )
@@ -61,7 +62,3 @@ def markdown(
             "(Little's law): those levels measure perfbench, not the target."
         )
     return "\n".join(lines) + "\n"
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value * 1e3:.1f}"

@@ -1,32 +1,60 @@
 """Targets: what perfbench measures. A target has one async method, ``run(task) -> Sample``;
 it records its steps on the task and returns the finished sample. Failures of the system under
-test come back as samples with a non-``ok`` status; only perfbench's own bugs raise."""
+test come back as samples with a non-``ok`` status and an ``error_kind`` from
+``sample.ERROR_KINDS``; only perfbench's own bugs raise.
+
+Every target has the same lifecycle, with no-op defaults (as httpx's transports do): the
+session enters it (``async with``: a server to spawn, clients to open), calls ``prepare()``
+before the first task (clients made now are not paid for by a measured task), runs tasks, and
+leaves it (``aclose``). A test conformance suite checks every built-in target against it
+(``tests/conformance``).
+"""
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import Protocol
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Self
 
 from perfbench.sample import Sample
 from perfbench.task import Task
 
 
-class Target(Protocol):
+class Target:
+    # Prices the task's tokens: a hosted model's name, or the model a simulated one borrows
+    # its prices from. None: unpriced.
+    price_ref: str | None = None
+    simulated: bool = False  # the target is perfbench's own mock: its costs are illustrative
+    # A server this target started that worker processes use instead of starting their own.
+    server_url: str | None = None
+
     @property
     def name(self) -> str:
         """A short, key-free description stored in the run (``mock:default``)."""
-        ...
+        raise NotImplementedError
 
-    async def run(self, task: Task) -> Sample: ...
+    async def run(self, task: Task) -> Sample:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def prepare(self) -> None:
+        """Make what the first task would otherwise make (HTTP clients), in the event loop."""
+
+    async def aclose(self) -> None:
+        """Release what the target holds (clients, a server it started)."""
 
 
 async def open_target(target: Target, stack: AsyncExitStack) -> None:
-    """Start a target that has a lifetime (a server to spawn, clients to close)."""
-    if isinstance(target, AbstractAsyncContextManager):
-        await stack.enter_async_context(target)
-    aclose = getattr(target, "aclose", None)
-    if aclose is not None:
-        stack.push_async_callback(aclose)
-    prepare = getattr(target, "prepare", None)
-    if prepare is not None:  # clients made now, not in the first measured task
-        prepare()
+    """Enter a target for a run; ``stack`` leaves it when the run ends."""
+    await stack.enter_async_context(target)
+    target.prepare()

@@ -14,18 +14,19 @@ import httpx
 import orjson
 
 from perfbench.clock import sleep_until
-from perfbench.http import Pool
-from perfbench.sample import Sample, Status
+from perfbench.http import CallFailed, HttpClient
+from perfbench.http.redact import Redactor
+from perfbench.sample import Sample, status_of
 from perfbench.stats import tokens
-from perfbench.suite import Case
-from perfbench.targets.chat import ChatApi, Messages, ModelError, ModelReply, ToolCall
+from perfbench.targets import Target
+from perfbench.targets.chat import ChatApi, Messages, ModelReply, ToolCall
 from perfbench.targets.retry import RetryPolicy, server_wait
 from perfbench.task import ModelCall, Task
 
 _MS = 1e-3
 
 
-class ModelAgent:
+class ModelAgent(Target):
     def __init__(
         self,
         api: ChatApi,
@@ -50,10 +51,10 @@ class ModelAgent:
         # The key lives only in these headers: never in the name, the samples or errors
         # (error bodies that echo it back are redacted).
         self._headers = {"content-type": "application/json", **api.headers(key)}
-        self._secret = key
+        self._redact = Redactor(base_url, {"key": key} if key else {})
         self.price_ref: str | None = name  # "provider/model" prices the calls
         self.simulated = False
-        self._pool = Pool(concurrency, transport=transport)
+        self._http = HttpClient(concurrency, transport=transport)
 
     @property
     def name(self) -> str:
@@ -61,10 +62,10 @@ class ModelAgent:
 
     def prepare(self) -> None:
         """Make the HTTP clients before the first task (``open_target`` calls it)."""
-        self._pool.prepare()
+        self._http.prepare()
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self._http.aclose()
 
     async def run(self, task: Task) -> Sample:
         case = task.case
@@ -73,13 +74,12 @@ class ModelAgent:
         for step in range(case.max_steps):
             try:
                 reply = await self._call(task, messages, step)
-            except ModelError as err:
-                status: Status = "rate_limited" if err.kind == "rate_limited" else "error"
-                return task.sample(status, error_kind=err.kind, error=err.message)
+            except CallFailed as err:
+                return task.sample(status_of(err.kind), error_kind=err.kind, error=err.message)
             if not reply.tool_calls:  # the task ended when its final answer arrived
                 last = task.steps[-1]
                 end = last.start + last.duration
-                return task.sample("ok", expect_ok=_matches(case, called, reply.text), end=end)
+                return task.sample("ok", expect_ok=case.expect.check(called, reply.text), end=end)
             results = [(call, await self._run_tool(task, call)) for call in reply.tool_calls]
             called += [call.name for call in reply.tool_calls]
             self.api.extend(messages, reply, results)
@@ -87,7 +87,7 @@ class ModelAgent:
             "error",
             error_kind="max_steps",
             error=f"no final answer after max_steps={case.max_steps}",
-            expect_ok=_matches(case, called, None),
+            expect_ok=case.expect.check(called, None),
         )
 
     async def _run_tool(self, task: Task, call: ToolCall) -> str:
@@ -106,7 +106,7 @@ class ModelAgent:
         call = task.model_call(self.api.name)
         try:
             reply = await self._attempts(task, call, self.base_url + path, content, headers)
-        except ModelError:
+        except CallFailed:
             call.finish(tokens_in=None, tokens_out=None, status="error")
             raise
         # The call ends when its reply has arrived: tokenizing below is not the model's time.
@@ -149,7 +149,7 @@ class ModelAgent:
                 task.retry_after = server_wait(retry_headers, datetime.now(UTC))
                 kind = "rate_limited" if status == 429 else f"http_{status}"
                 message = self._redact(_http_message(status, retry_headers))
-                raise ModelError(kind, message, status=status)
+                raise CallFailed(kind, message, status=status)
             task.retries += 1
             attempt += 1
             await anyio.sleep(delay)
@@ -160,9 +160,9 @@ class ModelAgent:
     ) -> tuple[int, ModelReply | None, dict[str, str]]:
         """One HTTP attempt: (status, reply or None when refused, the refusal's headers)."""
 
-        post = self._pool.post(url, content, headers, task.case.timeout_s, call.sent)
+        post = self._http.post(url, content, headers, task.case.timeout_s, call.sent)
         try:
-            async with post as response:  # transport failures arrive as ModelErrors
+            async with post as response:  # transport failures arrive as CallFaileds
                 call.headers(response.status_code)
                 task.http_status = response.status_code
                 if response.status_code >= 400:
@@ -172,10 +172,7 @@ class ModelAgent:
                 call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
                 return response.status_code, reply, {}
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
-            raise ModelError("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+            raise CallFailed("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
 
     def _call_headers(self, task: Task, step: int) -> dict[str, str]:
         if not self.seed_headers:
@@ -191,13 +188,3 @@ def _output(reply: ModelReply) -> str:
 def _http_message(status: int, headers: dict[str, str]) -> str:
     body = headers.get("x-body", "").strip().replace("\n", " ")
     return f"HTTP {status}: {body}" if body else f"HTTP {status}"
-
-
-def _matches(case: Case, called: list[str], output: str | None) -> bool | None:
-    checks: list[bool] = []
-    if case.expect.tool_calls:
-        checks.append(called == case.expect.tool_calls)
-    if case.expect.output_contains:
-        text = (output or "").lower()
-        checks.append(all(s.lower() in text for s in case.expect.output_contains))
-    return all(checks) if checks else None

@@ -7,16 +7,10 @@ from typing import Any
 
 import orjson
 
+from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import (
-    Messages,
-    ModelError,
-    ModelReply,
-    Response,
-    ToolCall,
-    json_object,
-)
+from perfbench.targets.chat import Messages, ModelReply, ToolCall, json_object
 from perfbench.task import ModelCall
 
 VERSION = "2023-06-01"
@@ -78,13 +72,13 @@ class AnthropicMessages:
             doc = json_object(event.data)
             kind = doc.get("type")
             if kind == "error":
-                raise ModelError("stream_error", str((doc.get("error") or {}).get("message")))
+                raise CallFailed("stream_error", str((doc.get("error") or {}).get("message")))
             stopped |= kind == "message_stop"
             _apply(kind, doc, reply, blocks, text, call)
 
         await sse.read(response, call.arrived, event)
         if not stopped:
-            raise ModelError("malformed_stream", "the stream ended before message_stop")
+            raise CallFailed("malformed_stream", "the stream ended before message_stop")
         reply.text = "".join(text)
         reply.tool_calls = [blocks[i] for i in sorted(blocks)]
         return reply
@@ -160,7 +154,7 @@ def _whole(raw: bytes) -> ModelReply:
     doc = json_object(raw)
     content = doc.get("content")
     if not isinstance(content, list):
-        raise ModelError("malformed_stream", "reply has no content list")
+        raise CallFailed("malformed_stream", "reply has no content list")
     usage = doc.get("usage") or {}
     return ModelReply(
         text="".join(b.get("text", "") for b in content if b.get("type") == "text"),

@@ -1,15 +1,17 @@
 """What the built-in agent loop needs from a model API, whatever its wire format: the types it
 exchanges and the ``ChatApi`` protocol that ``openai_chat`` and ``anthropic_messages`` implement.
+A call that fails raises ``CallFailed`` (``perfbench.http.failures``) with a kind from
+``sample.ERROR_KINDS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
+from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.task import ModelCall
 
@@ -30,29 +32,6 @@ class ModelReply:
     tokens_in: int | None = None
     tokens_out: int | None = None
     finish: str | None = None
-
-
-class ModelError(Exception):
-    """A model call that failed in a classified way; the agent loop turns it into a sample.
-
-    ``kind`` is one of: connect_error, rate_limited, http_<status>, malformed_stream,
-    connection_dropped, stream_error, timeout."""
-
-    def __init__(self, kind: str, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind, self.message, self.status = kind, message, status
-
-
-class Response(Protocol):
-    """An HTTP response with its body unread, as ``pool.Pool.post`` yields it: httpx's
-    Response has this shape, and so does the adapter over aiohttp's."""
-
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    async def aread(self) -> bytes: ...
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
 
 
 class ChatApi(Protocol):
@@ -84,7 +63,7 @@ def json_object(data: str | bytes) -> dict[str, Any]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ModelError("malformed_stream", f"not JSON: {str(data)[:120]!r}") from exc
+        raise CallFailed("malformed_stream", f"not JSON: {str(data)[:120]!r}") from exc
     if not isinstance(doc, dict):
-        raise ModelError("malformed_stream", f"not a JSON object: {str(data)[:120]!r}")
+        raise CallFailed("malformed_stream", f"not a JSON object: {str(data)[:120]!r}")
     return doc

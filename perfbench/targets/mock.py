@@ -12,21 +12,24 @@ from perfbench.mock.profile import Profile, RateLimits
 from perfbench.mock.simulator import Reply, Simulator, ToolSpec, Turn
 from perfbench.sample import Sample
 from perfbench.suite import Case
+from perfbench.targets import Target
 from perfbench.task import Task
 
 _MS = 1e-3
 
-# What an injected fault looks like to an agent that called the model in-process.
+# What an injected fault looks like to an agent that called the model in-process: the kind the
+# same fault gets over HTTP (sample.ERROR_KINDS), so one profile reads the same on -t mock and
+# -t mock+http (a 5xx there is retried first; here there is nothing to retry).
 _FAULTS = {
-    "error_500": ("server_error", "simulated HTTP 500"),
-    "error_503": ("overloaded", "simulated HTTP 503"),
-    "reset": ("connection_reset", "simulated connection reset mid-stream"),
-    "truncate": ("truncated_stream", "simulated stream that ended early"),
-    "malformed": ("malformed_chunk", "simulated chunk with broken JSON"),
+    "error_500": ("http_500", "simulated HTTP 500"),
+    "error_503": ("http_503", "simulated HTTP 503"),
+    "reset": ("connection_dropped", "simulated connection reset mid-stream"),
+    "truncate": ("malformed_stream", "simulated stream that ended early"),
+    "malformed": ("malformed_stream", "simulated chunk with broken JSON"),
 }
 
 
-class MockAgent:
+class MockAgent(Target):
     def __init__(
         self, profile: Profile, *, profile_name: str = "default", model: str | None = None
     ) -> None:
@@ -88,7 +91,7 @@ class MockAgent:
                 return failed
             messages.append(reply.text)
             if reply.tool_name is None:
-                return task.sample("ok", expect_ok=_matches(case, called))
+                return task.sample("ok", expect_ok=case.expect.check(called, reply.text))
             result = await self._call_tool(task, case, reply.tool_name)
             if result is None:
                 return task.sample(
@@ -103,7 +106,7 @@ class MockAgent:
             "error",
             error_kind="max_steps",
             error=f"no final answer after max_steps={case.max_steps}",
-            expect_ok=_matches(case, called),
+            expect_ok=case.expect.check(called, None),
         )
 
     async def _receive(self, task: Task, reply: Reply, _context: int) -> Sample | None:
@@ -151,9 +154,3 @@ def _opening(case: Case) -> list[str]:
     if case.input is not None:
         return [*texts, case.input]
     return [*texts, *(m.content for m in case.messages or [])]
-
-
-def _matches(case: Case, called: list[str]) -> bool | None:
-    if not case.expect.tool_calls:
-        return None
-    return called == case.expect.tool_calls

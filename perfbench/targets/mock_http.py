@@ -5,19 +5,20 @@ default run exercises the whole HTTP path. The server is stopped when the run en
 from __future__ import annotations
 
 import subprocess
-import sys
+from typing import Self
 
 import anyio
 
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
+from perfbench.targets import Target
 from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy
 from perfbench.task import Task
 
 
-class MockHttp:
+class MockHttp(Target):
     def __init__(
         self,
         profile: str,
@@ -43,20 +44,20 @@ class MockHttp:
         self._process: subprocess.Popen[str] | None = None
         self._agent: ModelAgent | None = None
         # Given: a server started elsewhere (a worker process uses its parent's); else spawned.
-        self.url = url
+        self.server_url = url
         self._owns_server = url is None
 
     @property
     def name(self) -> str:
         return self._name
 
-    async def __aenter__(self) -> MockHttp:
+    async def __aenter__(self) -> Self:
         if self._owns_server:
-            self.url = await anyio.to_thread.run_sync(self._spawn)
-        assert self.url is not None
+            self.server_url = await anyio.to_thread.run_sync(self._spawn)
+        assert self.server_url is not None
         self._agent = ModelAgent(
             OpenAIChat(self.model),
-            self.url + "/v1",
+            self.server_url + "/v1",
             name=self._name,
             stream=self.stream,
             retry=self.retry,
@@ -67,7 +68,7 @@ class MockHttp:
         self._agent.prepare()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def aclose(self) -> None:
         if self._agent is not None:
             await self._agent.aclose()
         if self._owns_server:
@@ -79,20 +80,9 @@ class MockHttp:
         return await self._agent.run(task)
 
     def _spawn(self) -> str:
-        cmd = [
-            sys.executable,
-            "-m",
-            "perfbench",
-            "mock",
-            "serve",
-            "--profile",
-            self.profile,
-            "--seed",
-            str(self.seed),
-            "--port",
-            "0",
-            "--until-stdin-closes",
-        ]
+        from perfbench.mock.server import command
+
+        cmd = command(self.profile, "--seed", str(self.seed), "--port", "0", "--until-stdin-closes")
         # A session of its own: a Ctrl-C in the terminal stops the run, which then stops the
         # server, rather than killing the server under tasks still in flight. Its stdin is a
         # pipe only this process holds: if it dies, even by SIGKILL, the server sees the pipe

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import (
-    Messages,
-    ModelError,
-    ModelReply,
-    Response,
-    ToolCall,
-    json_object,
-)
+from perfbench.targets.chat import Messages, ModelReply, ToolCall, json_object
 from perfbench.task import ModelCall
 
 
@@ -73,12 +67,12 @@ class OpenAIChat:
                 return
             chunk = json_object(event.data)
             if "error" in chunk:
-                raise ModelError("stream_error", _error_message(chunk["error"]))
+                raise CallFailed("stream_error", _error_message(chunk["error"]))
             _apply(chunk, reply, calls, text, call)
 
         await sse.read(response, call.arrived, event)
         if not done:
-            raise ModelError("malformed_stream", "the stream ended before data: [DONE]")
+            raise CallFailed("malformed_stream", "the stream ended before data: [DONE]")
         reply.text = "".join(text)
         reply.tool_calls = [calls[i] for i in sorted(calls)]
         return reply
@@ -161,7 +155,7 @@ def _whole(raw: bytes) -> ModelReply:
     try:
         message = doc["choices"][0]["message"]
     except (KeyError, IndexError, TypeError) as exc:
-        raise ModelError("malformed_stream", "reply has no choices[0].message") from exc
+        raise CallFailed("malformed_stream", "reply has no choices[0].message") from exc
     usage = doc.get("usage") or {}
     return ModelReply(
         text=message.get("content") or "",

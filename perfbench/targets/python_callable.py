@@ -20,7 +20,8 @@ from typing import Any
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.suite import Case
-from perfbench.targets.http_agent import (
+from perfbench.targets import Target
+from perfbench.targets.agent_result import (
     MalformedResult,
     parse_agent_result,
     record_failure,
@@ -33,7 +34,7 @@ _PREFIX = "python:"
 _MESSAGE_MAX = 500
 
 
-class PythonCallable:
+class PythonCallable(Target):
     """Awaits ``fn(case)`` per task. ``fn`` defaults to the function ``spec`` names."""
 
     def __init__(self, spec: str, *, fn: AgentFunction | None = None) -> None:
@@ -71,7 +72,7 @@ class PythonCallable:
             )
         except MalformedResult as exc:
             text = str(exc)[:_MESSAGE_MAX]
-            return record_failure(task, envelope, "error", "malformed_result", text, end)
+            return record_failure(task, envelope, "error", "malformed_response", text, end)
         return record_result(task, envelope, result, end)
 
     async def _call(self, case: Case) -> Any:

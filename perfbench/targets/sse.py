@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from perfbench.targets.chat import Response
+from perfbench.http import Response
 
 
 class Event(NamedTuple):

@@ -10,9 +10,10 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from perfbench.mock.server import command
 
 SHORT = '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
 STREAM = '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true}'
@@ -33,18 +34,7 @@ def lua(body: str) -> str:
 
 
 def serve(profile: Path) -> tuple[subprocess.Popen[str], str]:
-    cmd = [
-        "taskset",
-        "-c",
-        "1",
-        sys.executable,
-        "-m",
-        "perfbench",
-        "mock",
-        "serve",
-        "--profile",
-        str(profile),
-    ]
+    cmd = ["taskset", "-c", "1", *command(str(profile))]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()

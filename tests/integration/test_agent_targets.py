@@ -23,12 +23,8 @@ from perfbench.spec import Plan
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite, load_suite
-from perfbench.targets.http_agent import (
-    AgentMapping,
-    HttpAgent,
-    MalformedResult,
-    parse_agent_result,
-)
+from perfbench.targets.agent_result import AgentMapping, MalformedResult, parse_agent_result
+from perfbench.targets.http_agent import HttpAgent
 from perfbench.targets.python_callable import PythonCallable, load_callable
 from tests.conftest import write_suite
 
@@ -549,7 +545,7 @@ async def test_python_result_without_output(tmp_path: Path) -> None:
     s = await measure(
         PythonCallable("tests.integration.test_agent_targets:shapeless_agent"), suite_of(tmp_path)
     )
-    assert (s.status, s.error_kind) == ("error", "malformed_result")
+    assert (s.status, s.error_kind) == ("error", "malformed_response")
     assert "field 'output' is missing" in (s.error or "")
 
 

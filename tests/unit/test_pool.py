@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from perfbench.http import Pool, _Started
+from perfbench.http import HttpClient
+from perfbench.http.aiohttp_backend import AiohttpBackend, _Started
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 
@@ -53,7 +54,7 @@ def test_the_request_goes_out_before_anything_queued_behind_it_runs() -> None:
 
     async def main(url: str, arrived: threading.Event) -> None:
         loop = asyncio.get_running_loop()
-        pool = Pool(1)
+        pool = HttpClient(1)
 
         def sent() -> None:
             loop.call_soon(lambda: seen.append(arrived.wait(5.0)))
@@ -158,7 +159,7 @@ def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
     stamps: list[tuple[float, float]] = []  # (arrived, read)
 
-    async def stream(pool: Pool) -> None:
+    async def stream(pool: HttpClient) -> None:
         async with pool.post(url, b"{}", {}, 10.0, lambda: None) as response:
             chunks = response.aiter_bytes()
             async for _ in chunks:
@@ -171,7 +172,7 @@ def test_body_bytes_are_timed_when_they_arrive_not_when_a_busy_client_reads_them
                 await aclose()
 
     async def main() -> None:
-        pool = Pool(2)
+        pool = HttpClient(2)
 
         def release() -> None:
             # Hold the loop while both servers send, so one pass hands both streams their bytes.
@@ -225,7 +226,7 @@ def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
     got: dict[str, float] = {}
 
     async def main() -> None:
-        pool = Pool(1)
+        pool = HttpClient(1)
         try:
             async with pool.post(url, b"{}", {}, 10.0, lambda: None) as response:
                 asked.wait(5)
@@ -234,8 +235,8 @@ def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
                 go.set()
                 time.sleep(0.2)  # noqa: ASYNC251 (the client busy: the loop is held)
                 got["poll"] = time.monotonic()
-                assert pool._stamps is not None
-                pool._stamps.poll()
+                assert isinstance(pool._backend, AiohttpBackend)
+                pool._backend._stamps.poll()
                 got["polled"] = time.monotonic()
                 time.sleep(0.5)  # noqa: ASYNC251
                 async for _ in response.aiter_bytes():
@@ -267,9 +268,9 @@ def test_opening_a_target_makes_its_clients_before_the_first_task() -> None:
     async def main() -> None:
         agent = ModelAgent(OpenAIChat("m"), "http://127.0.0.1:9/v1", name="openai/m")
         async with AsyncExitStack() as stack:
-            assert agent._pool._session is None
+            assert agent._http._backend is None
             await open_target(agent, stack)
-            assert agent._pool._session is not None
-        assert agent._pool._session is None  # and closed with the target
+            assert agent._http._backend is not None
+        assert agent._http._backend is None  # and closed with the target
 
     asyncio.run(main())

@@ -1,0 +1,240 @@
+"""The HTTP client on asyncio: aiohttp, with perfbench's measurement devices.
+
+This file holds every use of aiohttp's private hooks, so that an aiohttp release that moves
+one breaks one file, and ``tests/unit/test_pool.py`` says which (the connector's protocol
+factory ``_factory``, ``aiohttp.client_proto.ResponseHandler``, ``ClientRequest.write_bytes``).
+``pyproject.toml`` bounds aiohttp to the releases these were checked on.
+
+- ``StampingHandler``: the connection's protocol notes when body bytes *arrive*, before any
+  task runs, so tokens are timed from their arrival, not from when a busy client read them;
+- the request class marks "sent" as aiohttp calls ``write_bytes`` (a ``TraceConfig`` cost
+  ~10% of the client's CPU per short call) and, on Python 3.11, writes at once (``_Started``);
+- ``stamps.SocketStamps`` polls the pool's sockets between perfbench's own steps.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import functools
+import sys
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, cast
+
+from perfbench.http.stamps import SocketStamps, StampedProtocol
+
+if TYPE_CHECKING:
+    import aiohttp
+
+# The callback to run when the current request's headers go out (set around each request).
+on_sent: ContextVar[Callable[[], None] | None] = ContextVar("perfbench_on_sent", default=None)
+
+
+class AiohttpBackend:
+    """One connector of ``concurrency`` keep-alive connections (0: no limit)."""
+
+    def __init__(self, concurrency: int, headers: dict[str, str] | None) -> None:
+        self._stamps = SocketStamps()
+        self._session = _aiohttp_session(concurrency, headers, self._stamps)
+        self._timeouts: dict[float, Any] = {}
+
+    @asynccontextmanager
+    async def post(
+        self, url: str, content: bytes, headers: Mapping[str, str], read_timeout: float,
+        sent: Callable[[], None],
+    ) -> AsyncIterator[_AiohttpResponse]:  # fmt: skip
+        import aiohttp
+
+        timeout = self._timeouts.get(read_timeout)
+        if timeout is None:  # one object per distinct timeout, not one per request
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout)
+            self._timeouts[read_timeout] = timeout
+        token = on_sent.set(sent)
+        try:
+            async with self._session.post(  # no redirects, as on httpx: they would add latency
+                url, data=content, headers=headers, timeout=timeout, allow_redirects=False
+            ) as response:
+                yield _AiohttpResponse(response)
+        finally:
+            on_sent.reset(token)
+
+    async def aclose(self) -> None:
+        await self._session.close()
+        self._stamps.close()
+
+
+class _AiohttpResponse:
+    __slots__ = ("_protocol", "_response", "arrived")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        # When the bytes of the chunk last read arrived (time.monotonic), as the connection's
+        # protocol saw them: None when the connection is not one of ours.
+        self.arrived: float | None = None
+        protocol = getattr(response.connection, "protocol", None)
+        self._protocol: Any = protocol if hasattr(protocol, "watched") else None
+
+    @property
+    def status_code(self) -> int:
+        return self._response.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    async def aread(self) -> bytes:
+        body = await self._response.read()
+        if self._protocol is not None:  # the whole body is in: its last bytes came last
+            self._protocol.poll()
+            self.arrived = self._protocol.last
+        return body
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        if self._protocol is None:
+            return self._response.content.iter_any()
+        return self._stamped()
+
+    async def _stamped(self) -> AsyncIterator[bytes]:
+        protocol, content = self._protocol, self._response.content
+        # Body bytes that came before the watch (with the headers, or while this task waited
+        # for its turn) arrived at the latest with the last bytes the connection received.
+        protocol.arrived = protocol.last if content.total_bytes else None
+        protocol.watched = content
+        try:
+            while chunk := await content.readany():
+                protocol.poll()  # before this task's work on the chunk holds the loop
+                self.arrived, protocol.arrived = protocol.arrived, None
+                yield chunk
+        finally:
+            protocol.watched = None
+
+
+def _aiohttp_session(
+    concurrency: int, headers: dict[str, str] | None, stamps: SocketStamps
+) -> aiohttp.ClientSession:
+    import aiohttp
+
+    connector = _connector_class(stamps)(
+        limit=concurrency,
+        limit_per_host=concurrency,
+        keepalive_timeout=60,  # 0: no limit
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers=headers,
+        auto_decompress=True,
+        request_class=_request_class(stamps),
+    )
+
+
+def _connector_class(stamps: SocketStamps) -> type[aiohttp.TCPConnector]:
+    """aiohttp's connector, making connections whose protocol notes when body bytes arrive.
+
+    The loop hands a connection its bytes as soon as the socket is readable, before any task
+    runs; the task reading them may run much later, behind every other task woken in the same
+    loop pass. At 64 streams in flight, a closed loop's tasks end and restart in waves, and a
+    first token read behind a wave was timed up to 24 ms late at P99 (``tests/bench/
+    client_figures.py --errors``). Timing tokens from the arrival instead leaves perfbench's
+    own processing out of TTFT and inter-token gaps; the task's end-to-end latency keeps it.
+    The arrival is the first moment perfbench saw the bytes waiting (``stamps``), which it
+    checks between its own steps, not only when the loop next polls."""
+    import aiohttp
+    from aiohttp.client_proto import ResponseHandler
+
+    class StampingHandler(StampedProtocol, ResponseHandler):
+        last = 0.0  # when bytes last arrived, on time.monotonic
+        arrived: float | None = None  # when the first bytes not yet read arrived
+        watched: aiohttp.StreamReader | None = None  # the body being read
+        poll = stamps.poll
+
+        def data_received(self, data: bytes) -> None:
+            if not data:  # aiohttp resuming a paused read: nothing arrived
+                super().data_received(data)
+                return
+            now = self.last = self.stamps.arrived(self)
+            body = self.watched
+            if body is None or self.arrived is not None:
+                super().data_received(data)
+                return
+            before = body.total_bytes
+            super().data_received(data)
+            if body.total_bytes != before:
+                self.arrived = now
+
+    StampingHandler.stamps = stamps
+
+    class StampingConnector(aiohttp.TCPConnector):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            # The one seam aiohttp offers for the protocol class (private; a test fails if an
+            # aiohttp release renames it, and tokens are then timed when read, as before).
+            factory = functools.partial(StampingHandler, loop=self._loop)
+            self._factory = cast("functools.partial[ResponseHandler]", factory)
+
+    return StampingConnector
+
+
+def _request_class(stamps: SocketStamps) -> type[aiohttp.ClientRequest]:
+    """aiohttp's request, calling ``on_sent`` as it goes out and, on Python 3.11, writing it at
+    once as aiohttp does on 3.12+.
+
+    ``write_bytes`` is called as the request leaves: its headers are buffered and its body is
+    next. Marking "sent" there, rather than through an aiohttp ``TraceConfig``, spares every
+    request the trace machinery (a dozen signal sends; ~10% of the client's CPU per short call).
+
+    aiohttp buffers a request's headers and sends them with the body from a new task; on 3.12+
+    that task starts eagerly, on 3.11 it waits behind every callback already queued. Measured at
+    64 streams in flight, that held requests 1 ms at the median and up to 36 ms at P99 after
+    perfbench had marked them sent (``tests/bench/client_figures.py --errors``): the client's
+    own delay, counted as the server's TTFT."""
+    import aiohttp
+
+    eager = sys.version_info >= (3, 12)
+
+    class Request(aiohttp.ClientRequest):
+        def write_bytes(self, *args: Any, **kwargs: Any) -> Any:
+            stamps.poll()
+            sent = on_sent.get()
+            if sent is not None:
+                sent()
+            coro = super().write_bytes(*args, **kwargs)
+            return coro if eager else _Started(coro)
+
+    return Request
+
+
+class _Started(collections.abc.Coroutine[Any, Any, Any]):
+    """A coroutine run up to its first suspension on creation (3.12's ``eager_start``, by
+    hand): the task later made from it resumes where that step stopped, or sees its result."""
+
+    __slots__ = ("_coro", "_first", "_outcome", "_pending")
+
+    def __init__(self, coro: collections.abc.Coroutine[Any, Any, Any]) -> None:
+        self._coro = coro
+        self._first: Any = None  # what the first suspension yielded (a future, or None)
+        self._outcome: BaseException | None = None  # StopIteration: it finished eagerly
+        self._pending = True  # the task has not taken its first step yet
+        try:
+            self._first = coro.send(None)
+        except BaseException as exc:  # handed to the task, which raises it where it belongs
+            self._outcome = exc
+
+    def send(self, value: Any) -> Any:
+        if self._pending:
+            self._pending = False
+            if self._outcome is not None:
+                outcome, self._outcome = self._outcome, None
+                raise outcome
+            return self._first  # the task waits on what the coroutine was waiting on
+        return self._coro.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        self._pending, self._outcome = False, None
+        return self._coro.throw(typ, val, tb) if val is not None else self._coro.throw(typ)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self  # type: ignore[return-value]

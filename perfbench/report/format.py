@@ -1,0 +1,98 @@
+"""How every report writes a figure: one set of formatters for the console tables, the
+Markdown reports, sweep.md and JUnit, so the same value reads the same everywhere. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from perfbench.stats.compare import Row, Spread
+
+TITLES = {
+    "p50": "P50 latency",
+    "p95": "P95 latency",
+    "p99": "P99 latency",
+    "mean": "mean latency",
+    "ttft_p50": "TTFT P50",
+    "ttft_p95": "TTFT P95",
+    "throughput": "throughput",
+    "error_rate": "error rate",
+    "rate_429": "429 rate",
+    "tokens_in": "tokens in / task",
+    "tokens_out": "tokens out / task",
+    "cost": "cost / task",
+}
+
+
+def seconds(value: float | None) -> str:
+    """A duration for people: ``1.20 ms``, ``340.1 ms``, ``2.41 s``; ``–`` when there is none."""
+    if value is None:
+        return "–"
+    if abs(value) < 0.01:
+        return f"{value * 1e3:.2f} ms"
+    if abs(value) < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def ms(value: float | None) -> str:
+    """A duration as a bare number of milliseconds, for columns headed '(ms)'."""
+    if value is None:
+        return "–"
+    return f"{value * 1e3:,.2f}" if value < 0.01 else f"{value * 1e3:,.1f}"
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def dollars(value: float | None) -> str:
+    if value is None:
+        return "unpriced"
+    return f"${value:.6f}" if value < 0.01 else f"${value:.4f}"
+
+
+def quantity(value: float | None, unit: str) -> str:
+    """A figure in its unit for a table cell; ``–`` when there is none."""
+    if value is None:
+        return "–"
+    if unit == "s":
+        return seconds(value)
+    if unit == "rate":
+        return f"{100 * value:.2f}%"
+    if unit == "tasks/s":
+        return f"{value:,.2f}/s"
+    if unit == "USD":
+        return dollars(value)
+    return f"{value:,.1f}"
+
+
+def spread(s: Spread | None, unit: str) -> str:
+    """Median with the run-to-run range, the way every comparison cell reads."""
+    if s is None:
+        return "–"
+    if s.n == 1 or s.min == s.max:
+        return quantity(s.median, unit)
+    return f"{quantity(s.median, unit)} ({quantity(s.min, unit)}–{quantity(s.max, unit)})"
+
+
+def change(row: Row) -> str:
+    if row.baseline is None or row.candidate is None:
+        return "–"
+    if row.unit == "rate":  # rates near zero: a change in points, not a ratio
+        return f"{100 * (row.candidate.median - row.baseline.median):+.2f} pts"
+    if row.change is None:
+        return "new" if row.candidate.median else "0"
+    return f"{100 * row.change:+.1f}%"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> str:
+    """A GitHub table; ``right`` lists the columns to right-align. Pipes in cells are escaped."""
+    aligned = set(right)
+    delims = ["---:" if i in aligned else "---" for i in range(len(header))]
+    lines = [_line(header), _line(delims)]
+    lines += [_line([c.replace("|", "\\|") for c in r]) for r in rows]
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"

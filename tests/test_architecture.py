@@ -1,0 +1,151 @@
+"""The package's structure, held to docs/architecture.md: no import cycle, and none of the
+arrows the design forbids. Imports are read from the source (top level, inside functions and
+under TYPE_CHECKING alike), so a lazy import cannot hide an arrow."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "perfbench"
+
+# part -> what it may never import (module prefixes under perfbench.)
+NEVER: dict[str, tuple[str, ...]] = {
+    "stats": ("engine", "targets", "http", "cli", "api", "spec", "calibrate", "report",
+              "events", "mock", "store", "export"),
+    "report": ("engine", "targets", "http", "cli", "api", "calibrate", "events", "mock"),
+    "targets": ("engine", "cli", "api", "calibrate", "store", "report", "events"),
+    "http": ("targets", "engine", "cli", "api", "mock", "store", "stats", "report"),
+    "mock": ("targets", "engine", "cli", "api", "store", "report", "http.failures",
+             "http.aiohttp_backend", "http.httpx_backend", "http.redact"),
+    "suite": ("engine", "targets", "http", "store", "stats", "report", "cli"),
+    "load": ("engine", "targets", "http", "store", "report", "cli"),
+    "store": ("engine", "targets", "http", "report", "cli", "api", "calibrate"),
+    "engine": ("cli", "api", "calibrate", "report.console", "report.release"),
+    "spec": ("engine", "cli", "api", "calibrate"),
+    "sample": ("engine", "targets", "http", "store", "stats", "report", "cli", "suite"),
+    "task": ("engine", "targets", "http", "store", "stats", "report", "cli"),
+}  # fmt: skip
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    here = _module(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this package
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+            yield node.lineno, base
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+
+
+MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _resolve(name: str) -> str | None:
+    """The package module an imported name belongs to (``perfbench.store.read_json`` →
+    ``perfbench.store``), or None outside the package."""
+    while name.startswith("perfbench"):
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _edges() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module, path in MODULES.items():
+        for _, name in _imports(path):
+            target = _resolve(name)
+            # The root package is the public face: it re-exports (lazily), it is not a layer.
+            if target is not None and target != module and target != "perfbench":
+                graph[module].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _part(module: str) -> str | None:
+    name = module.removeprefix("perfbench.")
+    return next((p for p in NEVER if name == p or name.startswith(p + ".")), None)
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    name = module.removeprefix("perfbench.")
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert _cycles(_edges()) == []
+
+
+def test_no_import_crosses_an_arrow_the_design_forbids() -> None:
+    crossings = []
+    for module, path in sorted(MODULES.items()):
+        part = _part(module)
+        if part is None:
+            continue
+        for line, name in _imports(path):
+            target = _resolve(name)
+            if target is not None and _within(target, NEVER[part]):
+                crossings.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} -> {target}")
+    assert sorted(set(crossings)) == []
+
+
+def test_the_checker_sees_a_forbidden_arrow_and_a_cycle(tmp_path: Path) -> None:
+    """The checks above can fail: a module of stats importing the engine is a crossing, and
+    two modules importing each other are a cycle."""
+    assert _within("perfbench.engine.session", NEVER["stats"])
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    source = tmp_path / "x.py"
+    source.write_text("def f():\n    from perfbench.engine import session\n")
+    assert "perfbench.engine.session" in {n for _, n in _imports_of(source)}
+
+
+def _imports_of(path: Path) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                yield node.lineno, f"{node.module}.{alias.name}"
