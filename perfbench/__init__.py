@@ -1,10 +1,105 @@
-"""perfbench: measure the latency, throughput, tokens and cost of LLM agents and LLM APIs."""
+"""perfbench: measure the latency, throughput, tokens and cost of LLM agents and LLM APIs.
 
+The package reads as the data flow::
+
+    suite (cases in) ─▶ spec (what a run is) ─▶ api ─▶ engine (session, runner, fleet, sweep)
+                                                          │ a Task per case execution
+                                                          ▼
+                                            targets (+ http beneath them) ─▶ Sample
+                                                          ▼
+                                  store (recorder, run directories) ─▶ stats (pure numbers)
+                                                          ▼
+                                       report (tables, Markdown, charts) ◀─ cli (the face)
+
+Layers only look down: stats never imports the engine, targets or CLI; report reads stored
+runs, never the engine; targets never import the engine; the mock never imports targets
+(``tests/test_architecture.py`` holds the package to that). docs/architecture.md has the map.
+
+The public names below are imported on first use, so ``import perfbench`` stays cheap for the
+CLI and worker processes.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("perfbench")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+_EXPORTS = {
+    "api": "perfbench.api",
+    "Plan": "perfbench.spec",
+    "RunSpec": "perfbench.spec",
+    "SweepPlan": "perfbench.spec",
+    "SweepSpec": "perfbench.spec",
+    "TargetSpec": "perfbench.spec",
+    "RunObserver": "perfbench.engine.observer",
+    "RunResult": "perfbench.engine.session",
+    "Session": "perfbench.engine.session",
+    "Sweep": "perfbench.engine.sweep",
+    "SweepResult": "perfbench.engine.sweep",
+    "Case": "perfbench.suite",
+    "Suite": "perfbench.suite",
+    "load_suite": "perfbench.suite",
+    "Target": "perfbench.targets",
+    "Task": "perfbench.task",
+    "Sample": "perfbench.sample",
+    "Step": "perfbench.sample",
+    "load_run": "perfbench.export",
+    "PerfbenchError": "perfbench.errors",
+}
+
+__all__ = [
+    "Case",
+    "PerfbenchError",
+    "Plan",
+    "RunObserver",
+    "RunResult",
+    "RunSpec",
+    "Sample",
+    "Session",
+    "Step",
+    "Suite",
+    "Sweep",
+    "SweepPlan",
+    "SweepResult",
+    "SweepSpec",
+    "Target",
+    "TargetSpec",
+    "Task",
+    "__version__",
+    "api",
+    "load_run",
+    "load_suite",
+]
+
+if TYPE_CHECKING:
+    from perfbench import api
+    from perfbench.engine.observer import RunObserver
+    from perfbench.engine.session import RunResult, Session
+    from perfbench.engine.sweep import Sweep, SweepResult
+    from perfbench.errors import PerfbenchError
+    from perfbench.export import load_run
+    from perfbench.sample import Sample, Step
+    from perfbench.spec import Plan, RunSpec, SweepPlan, SweepSpec, TargetSpec
+    from perfbench.suite import Case, Suite, load_suite
+    from perfbench.targets import Target
+    from perfbench.task import Task
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'perfbench' has no attribute {name!r}")
+    found = import_module(module)
+    value = found if name == "api" else getattr(found, name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -18,31 +18,33 @@ from typing import Any
 
 from perfbench.engine.session import Session
 from perfbench.errors import PerfbenchError
-from perfbench.spec import Plan
-from perfbench.suite import load_suite
-from perfbench.targets.registry import TargetOptions, resolve
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.suite import Case, Suite
 
 SHORT = "name: calibrate-short\nttft_ms: 0\nitl_ms: 0\noutput_chars: 4\n"
 STREAM = "name: calibrate-stream\nttft_ms: 0\nitl_ms: 0\noutput_chars: 800\n"
 MODELS = "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
-CASE = "cases:\n  - {id: calibrate, language: en, input: hello, timeout_s: 30}\n"
 
 
 async def measure(path_kind: str, tasks: int = 3000) -> dict[str, Any]:
     """One worker's ceiling on one path: short calls at 64 in flight, streams at 16."""
     prefix = "mock+http" if path_kind == "http" else "mock"
+    suite = Suite.of(
+        "calibrate", [Case(id="calibrate", language="en", input="hello", timeout_s=30)]
+    )
     with scratch() as folder:
         base = Path(folder)
-        suite = load_suite([base / "suite.yaml"])
         figures: dict[str, Any] = {}
         for profile, stream, in_flight, repeat in (
             ("short", False, 64, tasks),
             ("stream", True, 16, max(1, tasks // 6)),
         ):
-            options = TargetOptions(concurrency=in_flight, stream=stream)
-            target = resolve(f"{prefix}:{base / (profile + '.yaml')}", options)
-            plan = Plan(runs=1, warmup=1, repeat=repeat, concurrency=in_flight)
-            result = await Session(suite, target, plan, out_root=None).run()
+            spec = RunSpec(
+                target=TargetSpec(f"{prefix}:{base / (profile + '.yaml')}", stream=stream),
+                plan=Plan(runs=1, warmup=1, repeat=repeat, concurrency=in_flight),
+                out=None,
+            )
+            result = await Session(spec, suite=suite).run()
             figures.update(_figures(profile, result.summary, 2 * repeat))
     return figures
 
@@ -63,10 +65,10 @@ def _figures(profile: str, summary: Mapping[str, Any], tasks: int) -> dict[str, 
 
 
 def scratch() -> tempfile.TemporaryDirectory[str]:
-    """A folder with the calibration suite and the two zero-latency profiles."""
+    """A folder with the two zero-latency profiles (files: the mock server is a process that
+    takes its profile by path)."""
     folder = tempfile.TemporaryDirectory(prefix="perfbench-calibrate-")
     base = Path(folder.name)
-    (base / "suite.yaml").write_text(CASE, encoding="utf-8")
     (base / "short.yaml").write_text(SHORT + MODELS, encoding="utf-8")
     (base / "stream.yaml").write_text(STREAM + MODELS, encoding="utf-8")
     return folder

@@ -24,7 +24,7 @@ ISO 8601) and ``elapsed_s``):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
 
@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from perfbench.engine.observer import Engine, RunObserver
 from perfbench.sample import STATUSES, Phase, Sample
 from perfbench.stats.histogram import Histogram
 
@@ -51,8 +52,9 @@ class Sink(Protocol):
     ) -> None: ...
 
 
-class Progress:
-    """Counts what the run has done; tells its sinks on each sample and every ``every`` s."""
+class Progress(RunObserver):
+    """Counts what the run has done; tells its sinks on each sample and every ``every`` s. As
+    a ``RunObserver`` it watches a run (or each level of a sweep) by itself."""
 
     def __init__(
         self,
@@ -77,10 +79,16 @@ class Progress:
         self._wants_tasks = [s for s in sinks if getattr(s, "wants_tasks", False)]
         self.phase_name = "starting"
 
-    def observers(self) -> list[Callable[[Sample], None]]:
-        """What a Session should call per sample: nothing when nobody watches (``--quiet``), so
-        a run with worker processes need not decode their samples in the parent."""
-        return [self.sample] if self.sinks else []
+    def run_started(self, meta: Mapping[str, Any], planned: int, engine: Engine) -> None:
+        self.planned = planned
+        self.limit, self.in_flight = engine.limit, engine.tasks_in_flight
+        self.started(dict(meta))
+
+    def pass_started(self, phase: Phase, run: int, tasks: int) -> None:
+        self.phase(phase, run, tasks)
+
+    def wants_samples(self) -> bool:
+        return bool(self.sinks)  # --quiet: nobody watches, no sample needs decoding
 
     def started(self, meta: dict[str, Any]) -> None:
         """A run begins: counting starts afresh (a sweep reuses one Progress per level)."""

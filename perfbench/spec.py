@@ -1,21 +1,41 @@
-"""What a run is: the plan of passes and load that the engine carries out."""
+"""What a run is, in one serialisable description: ``RunSpec`` (and ``SweepSpec`` for a sweep,
+``TargetSpec`` for what is measured, ``Plan`` for passes and load).
+
+The CLI builds a spec from its flags (or a library caller builds one); it round-trips through
+the run directory (meta.json ``spec``; sweep-plan.json for a sweep), and everything that
+starts a run starts from it: ``--resume``, each level of a sweep, each worker process. No key
+is ever part of a spec: keys come from the environment, named by ``TargetSpec.api_key_env`` or
+the provider's own variable.
+"""
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from perfbench.errors import StoreError
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.sample import Phase
 from perfbench.stats.knee import StopRule
+
+if TYPE_CHECKING:
+    from perfbench.stats.cost import Pricer
+    from perfbench.suite import Suite
+    from perfbench.targets import Target
+    from perfbench.targets.registry import TargetOptions
 
 AUTO_RAMP_PER_SLOT = 0.001  # seconds between two slot starts in one worker process
 
 
 @dataclass(frozen=True)
 class Plan:
+    """Passes and load: ``warmup`` passes, then ``runs`` measured ones, each case ``repeat``
+    times a pass, under a load shape (fixed ``concurrency`` when ``load`` is None)."""
+
     runs: int = 5
     warmup: int = 1
     repeat: int = 1
@@ -68,6 +88,9 @@ def auto_workers(plan: Plan, cpus: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class SweepPlan:
+    """The levels of a sweep and when to stop; ``base`` is every level's plan, its load
+    derived from the level."""
+
     base: Plan  # runs, warmup, repeat, seed for every level
     levels: tuple[float, ...] = ()  # explicit levels; empty means doubling (auto)
     rates: bool = False  # levels are tasks/s (open loop) rather than concurrency
@@ -75,24 +98,239 @@ class SweepPlan:
     rule: StopRule = field(default_factory=StopRule)
     bisect_steps: int = 4
     slo: tuple[str, float] | None = None  # ("p95", 2.0)
-    workers: int = 0  # processes per level; 0: chosen per level (workers.auto_workers)
+    workers: int = 0  # processes per level; 0: chosen per level (auto_workers)
 
 
-def plan_doc(plan: SweepPlan) -> dict[str, Any]:
-    """The plan as JSON, for sweep-plan.json."""
+@dataclass(frozen=True)
+class TargetSpec:
+    """What to measure: a target string (``perfbench run --help`` lists them) and how to talk
+    to it. Sized per run: the connections come from the plan (``build``)."""
+
+    target: str = "mock+http"
+    base_url: str | None = None
+    api_key_env: str | None = None  # the variable holding the key; never the key itself
+    stream: bool = True
+    retries: int = 3
+    check_tokens: bool = False
+
+    def options(self, concurrency: int, seed: int, server_url: str | None = None) -> TargetOptions:
+        from perfbench.targets.registry import TargetOptions
+
+        return TargetOptions(
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            stream=self.stream,
+            concurrency=concurrency,
+            seed=seed,
+            retries=self.retries,
+            check_tokens=self.check_tokens,
+            server_url=server_url,
+        )
+
+    def build(self, concurrency: int, seed: int, server_url: str | None = None) -> Target:
+        """The target, with clients for ``concurrency`` tasks in flight (0: no limit)."""
+        from perfbench.targets.registry import resolve
+
+        return resolve(self.target, self.options(concurrency, seed, server_url))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: the suite's files, the target, the plan, and where the run directory goes
+    (``out``; None: no directory, as calibration runs)."""
+
+    cases: tuple[str, ...] = ()  # case files or folders, absolute
+    target: TargetSpec = field(default_factory=TargetSpec)
+    plan: Plan = field(default_factory=Plan)
+    label: str | None = None
+    prices: str | None = None  # the dated price override file, absolute; None: none
+    out: str | None = "runs"
+
+    @classmethod
+    def build(
+        cls,
+        cases: Sequence[Path],
+        target: TargetSpec,
+        plan: Plan,
+        *,
+        label: str | None = None,
+        prices: Path | None = None,
+        out: Path | None = Path("runs"),
+    ) -> RunSpec:
+        """A spec from what a user gave: paths made absolute (a resumed run may start from
+        another folder), the working directory's price file taken now if none is named."""
+        return cls(
+            cases=tuple(str(Path(c).resolve()) for c in cases),
+            target=target,
+            plan=plan,
+            label=label,
+            prices=_prices(prices),
+            out=None if out is None else str(out),
+        )
+
+    def load_suite(self) -> Suite:
+        from perfbench.suite import load_suite
+
+        return load_suite([Path(c) for c in self.cases])
+
+    def pricer(self) -> Pricer:
+        from perfbench.stats.cost import load_pricer
+
+        return load_pricer(Path(self.prices) if self.prices else None, default=False)
+
+    def build_target(self, server_url: str | None = None) -> Target:
+        return self.target.build(self.plan.connections(), self.plan.seed, server_url)
+
+    def to_doc(self) -> dict[str, Any]:
+        """The spec as JSON (meta.json ``spec``)."""
+        return {
+            "cases": list(self.cases),
+            "target": asdict(self.target),
+            "plan": _plan_doc(self.plan),
+            "label": self.label,
+            "prices": self.prices,
+            "out": self.out,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> RunSpec:
+        return cls(
+            cases=tuple(doc["cases"]),
+            target=_target_spec(doc["target"]),
+            plan=_plan(doc["plan"]),
+            label=doc.get("label"),
+            prices=doc.get("prices"),
+            out=doc.get("out"),
+        )
+
+    @classmethod
+    def of_run(cls, run_dir: Path, meta: Mapping[str, Any]) -> RunSpec:
+        """How the run in ``run_dir`` was started, from its meta.json (also from a run made by
+        perfbench before specs were recorded, whose meta.json has an ``invocation``)."""
+        if "spec" in meta:
+            return cls.from_doc(meta["spec"])
+        how = meta.get("invocation")
+        if not how:
+            raise StoreError(f"{run_dir} does not record how it was started; it cannot resume")
+        plan_doc = {**meta["plan"], "load": _legacy_load(meta)}
+        return cls(
+            cases=tuple(how["cases"]),
+            target=_target_spec({**how["options"], "target": how["target"]}),
+            plan=_plan(plan_doc),
+            label=meta.get("label"),
+            prices=how.get("prices"),
+            out=str(run_dir.parent),
+        )
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep: the suite, the target, the levels, and where its directory goes."""
+
+    cases: tuple[str, ...] = ()
+    target: TargetSpec = field(default_factory=TargetSpec)
+    plan: SweepPlan = field(default_factory=lambda: SweepPlan(Plan(runs=3)))
+    label: str | None = None
+    prices: str | None = None
+    out: str = "runs"
+
+    @classmethod
+    def of(cls, run: RunSpec, plan: SweepPlan) -> SweepSpec:
+        """The sweep of ``plan``'s levels over what ``run`` describes (its own plan aside)."""
+        return cls(run.cases, run.target, plan, run.label, run.prices, run.out or "runs")
+
+    def level(self, level: float, *, workers: bool = True) -> RunSpec:
+        """The run of one level: the base plan at that concurrency or rate, with worker
+        processes chosen for it (``workers=False``: one process)."""
+        base = self.plan.base
+        if self.plan.rates:
+            plan = replace(base, load=Rate(per_second=level))
+        else:
+            plan = replace(base, concurrency=int(level), load=None)
+        count = (self.plan.workers or auto_workers(plan)) if workers else 1
+        plan = replace(plan, workers=count)
+        return RunSpec(self.cases, self.target, plan, self.label, self.prices, self.out)
+
+    def load_suite(self) -> Suite:
+        return RunSpec(self.cases).load_suite()
+
+    def to_doc(self) -> dict[str, Any]:
+        """The spec as JSON (sweep-plan.json)."""
+        plan = asdict(self.plan)
+        plan["base"] = _plan_doc(self.plan.base)
+        plan["base"].pop("load", None)  # a level's load is derived from the level
+        return {
+            "cases": list(self.cases),
+            "target": asdict(self.target),
+            "plan": plan,
+            "label": self.label,
+            "prices": self.prices,
+            "out": self.out,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> SweepSpec:
+        """From sweep-plan.json (also one written before specs, with ``options``)."""
+        if "options" in doc:  # perfbench before specs: the target's options apart
+            target = TargetSpec(doc["target"], doc["options"]["base_url"],
+                                doc["options"]["api_key_env"])  # fmt: skip
+            base = {**doc["plan"]["base"], "seed": doc["options"]["seed"]}
+        else:
+            target = _target_spec(doc["target"])
+            base = doc["plan"]["base"]
+        plan = doc["plan"]
+        return cls(
+            cases=tuple(doc["cases"]),
+            target=target,
+            plan=SweepPlan(
+                base=_plan({**base, "load": None}),
+                levels=tuple(plan["levels"]),
+                rates=plan["rates"],
+                max_level=plan["max_level"],
+                rule=StopRule(**plan["rule"]),
+                bisect_steps=plan["bisect_steps"],
+                slo=(plan["slo"][0], plan["slo"][1]) if plan["slo"] else None,
+                workers=plan.get("workers", 0),  # absent from sweeps started before workers
+            ),
+            label=doc.get("label"),
+            prices=doc.get("prices"),
+            out=doc.get("out") or "runs",
+        )
+
+
+def _prices(path: Path | None) -> str | None:
+    """The override file to use: the one named, else the working directory's, if any."""
+    from perfbench.stats.cost import OVERRIDES
+
+    if path is not None:
+        return str(path.resolve())
+    default = Path(OVERRIDES)
+    return str(default.resolve()) if default.is_file() else None
+
+
+def _target_spec(doc: Mapping[str, Any]) -> TargetSpec:
+    known = {f.name for f in fields(TargetSpec)}
+    return TargetSpec(**{k: v for k, v in doc.items() if k in known})
+
+
+def _plan_doc(plan: Plan) -> dict[str, Any]:
     doc = asdict(plan)
-    doc["base"].pop("load", None)  # a level's load is derived from the level
+    if plan.load is not None:
+        shape = "adaptive" if isinstance(plan.load, Adaptive) else "rate"
+        doc["load"] = {"shape": shape, **asdict(plan.load)}
     return doc
 
 
-def plan_from_doc(doc: dict[str, Any]) -> SweepPlan:
-    return SweepPlan(
-        base=Plan(**doc["base"]),
-        levels=tuple(doc["levels"]),
-        rates=doc["rates"],
-        max_level=doc["max_level"],
-        rule=StopRule(**doc["rule"]),
-        bisect_steps=doc["bisect_steps"],
-        slo=(doc["slo"][0], doc["slo"][1]) if doc["slo"] else None,
-        workers=doc.get("workers", 0),  # absent from sweeps started before workers existed
-    )
+def _plan(doc: Mapping[str, Any]) -> Plan:
+    load = doc.get("load")
+    shape: Load | None = None
+    if load:
+        values = {k: v for k, v in load.items() if k != "shape"}
+        shape = Adaptive(**values) if load["shape"] == "adaptive" else Rate(**values)
+    known = {f.name for f in fields(Plan)} - {"load"}
+    return Plan(**{k: v for k, v in doc.items() if k in known}, load=shape)
+
+
+def _legacy_load(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    load = meta["plan"].get("load")
+    return {"shape": meta["load"]["shape"], **load} if load else None

@@ -160,6 +160,15 @@ class Suite:
     def languages(self) -> list[str]:
         return sorted({c.language for c in self.cases})
 
+    @classmethod
+    def of(cls, name: str, cases: Sequence[Case]) -> Suite:
+        """A suite made in memory (calibration, tests, library callers), not read from files;
+        each case's language must be given (files get theirs detected when absent)."""
+        ids = [c.id for c in cases]
+        if not cases or len(set(ids)) != len(ids):
+            raise SuiteError([Problem(Path(name), None, "cases", "expected unique case ids")])
+        return cls(name, tuple(cases), {c.id: f"<{name}>" for c in cases})
+
 
 def load_suite(paths: list[Path]) -> Suite:
     """Load and validate every case file under ``paths``; raise ``CaseError`` listing every

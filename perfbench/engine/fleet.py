@@ -35,7 +35,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -64,14 +64,13 @@ from perfbench.errors import WorkerError
 from perfbench.load import Adaptive
 from perfbench.load.aimd import Aimd
 from perfbench.sample import Sample
-from perfbench.spec import Plan
+from perfbench.spec import RunSpec
 from perfbench.stats.cost import Pricer
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.summary import RunScopes
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
 from perfbench.targets import Target
-from perfbench.targets.registry import TargetOptions
 
 START_TIMEOUT_S = 60.0
 
@@ -97,23 +96,22 @@ class Fleet:
 
     def __init__(
         self,
+        spec: RunSpec,
         suite: Suite,
         target: Target,
-        plan: Plan,
         recorder: Recorder,
         *,
-        recipe: tuple[str, TargetOptions],
-        pricer: Pricer | None = None,
+        pricer: Pricer,
         price_ref: str | None = None,
         on_pass: PassHook | None = None,
         resume: Resume | None = None,
     ) -> None:
-        self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
-        self.spec, self.options = recipe
+        self.spec, self.suite, self.target, self.recorder = spec, suite, target, recorder
+        self.plan = spec.plan
         self.pricer, self.price_ref, self.on_pass = pricer, price_ref, on_pass
         self.resume = resume or Resume()
         # Adaptive: the one controller, fed every worker's samples; workers get their shares.
-        self.aimd = Aimd(plan.load) if isinstance(plan.load, Adaptive) else None
+        self.aimd = Aimd(self.plan.load) if isinstance(self.plan.load, Adaptive) else None
         self._limits: tuple[int, float] | None = None  # the last (limit, hold) sent
         self._limits_changed: anyio.Event | None = None
         self._stopped = False
@@ -161,6 +159,9 @@ class Fleet:
                     tg.cancel_scope.cancel()
         return Outcome(self._stopped, origin, time.monotonic())
 
+    def limit(self) -> int | None:
+        return self.aimd.limit if self.aimd is not None else None
+
     def tasks_in_flight(self) -> int:
         """Tasks running in all workers, as their latest samples said (each sample carries its
         own worker's count)."""
@@ -186,24 +187,15 @@ class Fleet:
         }
 
     def _start(self, index: int, count: int, origin: float) -> Start:
-        share = Share(index, count)
-        connections = self.options.concurrency  # 0 (no limit) stays 0
-        options = replace(
-            self.options,
-            concurrency=max(1, share.split(connections)) if connections else 0,
-            server_url=self.target.server_url,
-        )
         return Start(
-            self.suite,
-            self.plan,
             self.spec,
-            options,
-            share,
+            self.suite,
+            Share(index, count),
             origin,
             self.pricer,
             self.price_ref,
-            self.resume.done,
-            self.resume.whole_passes,
+            self.resume,
+            self.target.server_url,
         )
 
     async def _spawn(self, path: str, index: int) -> _Worker:

@@ -19,14 +19,14 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from perfbench.engine.resume import Resume
 from perfbench.engine.share import Share
 from perfbench.sample import Phase
-from perfbench.spec import Plan
+from perfbench.spec import RunSpec
 from perfbench.stats.cost import Pricer
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.summary import RunScopes
 from perfbench.suite import Suite
-from perfbench.targets.registry import TargetOptions
 
 _HEADER = struct.Struct(">I")
 
@@ -86,19 +86,18 @@ class Failed:
 
 @dataclass(frozen=True)
 class Start:
-    """Everything a worker needs to run its share. Holds no API key: a worker reads keys from
-    the environment it inherits, as the parent did."""
+    """Everything a worker needs to run its share: the run's spec and suite (read once, by
+    the parent), its share, and what a resumed run has done. Holds no API key: a worker reads
+    keys from the environment it inherits, as the parent did."""
 
+    spec: RunSpec
     suite: Suite
-    plan: Plan
-    target: str
-    options: TargetOptions
     share: Share
     origin: float  # the run's t0 on the monotonic clock that every process shares
-    pricer: Pricer | None = None
-    price_ref: str | None = None
-    skip: frozenset[tuple[str, int, str, int]] = frozenset()
-    skip_passes: frozenset[tuple[str, int]] = frozenset()
+    pricer: Pricer
+    price_ref: str | None
+    resume: Resume
+    server_url: str | None  # mock+http: the parent's server, instead of starting another
 
 
 @dataclass(frozen=True, slots=True)

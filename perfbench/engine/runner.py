@@ -92,6 +92,10 @@ class Runner:
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
         self.collector = Collector()
 
+    def limit(self) -> int | None:
+        """The adaptive limit now (None: the load is not adaptive)."""
+        return self.aimd.limit if self.aimd is not None else None
+
     def tasks_in_flight(self) -> int:
         """Tasks running now (the live view's "in flight")."""
         return self.in_flight

@@ -1,6 +1,6 @@
-"""One benchmark run end to end: run directory, runner, recorder, statistics, final status.
+"""One benchmark run end to end: run directory, engine, recorder, statistics, final status.
 
-This is the library entry point the CLI calls (``Session(...).run()``); it owns the run
+A ``Session`` carries out a ``RunSpec`` (``perfbench.api.run`` makes one); it owns the run
 directory's lifecycle so that whatever happens, meta.json ends with a truthful status and
 summary.json describes every sample that reached samples.jsonl."""
 
@@ -16,19 +16,20 @@ from typing import Any
 from perfbench import __version__, host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.engine.fleet import Fleet
+from perfbench.engine.observer import RunObserver, wants
 from perfbench.engine.resume import Resume
-from perfbench.engine.runner import PassHook, Runner
+from perfbench.engine.runner import Runner
 from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import Pricer
 from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, headline
 from perfbench.store import machine
-from perfbench.store.recorder import Observer, Recorder
+from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
 from perfbench.targets import Target, open_target
-from perfbench.targets.registry import TargetOptions, path_kind
+from perfbench.targets.registry import path_kind
 
 SCHEMA = 1
 
@@ -45,62 +46,73 @@ class RunResult:
 
 
 class Session:
+    """One run of ``spec``. The suite and target are built from the spec unless given (a
+    library caller's own target; worker processes rebuild theirs from the spec, so a given
+    target runs in this process only). ``run_dir`` is an exact directory instead of a new one
+    under ``spec.out`` (a sweep's level); with ``resume`` it holds an interrupted run to take
+    up: its finished tasks are kept and only the rest run. ``server_url``: a mock server
+    already running, which a ``mock+http`` target uses instead of starting its own."""
+
     def __init__(
         self,
-        suite: Suite,
-        target: Target,
-        plan: Plan,
+        spec: RunSpec,
+        observer: RunObserver | None = None,
         *,
-        out_root: Path | None = Path("runs"),
-        label: str | None = None,
-        clock: Clock = default_clock,
-        on_pass: PassHook | None = None,
-        observers: list[Observer] | None = None,
+        suite: Suite | None = None,
+        target: Target | None = None,
         run_dir: Path | None = None,
-        pricer: Pricer | None = None,
-        invocation: dict[str, Any] | None = None,
         resume: bool = False,
-        on_start: Callable[[dict[str, Any]], None] | None = None,
-        recipe: tuple[str, TargetOptions] | None = None,
+        pricer: Pricer | None = None,
+        server_url: str | None = None,
+        clock: Clock = default_clock,
     ) -> None:
-        self.on_start = on_start  # told the run's meta (its id) once the directory exists
-        self.spec = recipe[0] if recipe else target.name  # which calibrated path it runs on
-        self.suite, self.target, self.plan = suite, target, plan
-        self.out_root, self.label = out_root, label
+        self.spec, self.plan = spec, spec.plan
+        self.observer = observer or RunObserver()
+        self.suite = suite if suite is not None else spec.load_suite()
+        if target is not None and spec.plan.workers > 1:
+            raise PerfbenchError(
+                "worker processes build their target from the spec's target string: give "
+                "the target as a string (TargetSpec), or run in one process (workers=1)"
+            )
+        self.target = target if target is not None else spec.build_target(server_url)
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
-        self.invocation = invocation  # how to rebuild this run (for --resume); no keys in it
-        self.summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
-        self.pricer = pricer
-        self.price_ref = target.price_ref
-        self.recorder = Recorder(self.summarizer, observers=observers, price=self._price)
+        self.summarizer = Summarizer({c.id: c.timeout_s for c in self.suite.cases})
+        self.pricer = pricer if pricer is not None else spec.pricer()
+        self.price_ref = self.target.price_ref
+        watch = [self.observer.sample] if self.observer.wants_samples() else []
+        self.recorder = Recorder(self.summarizer, observers=watch, price=self._price)
         # Checked before any task runs (and outside the event loop, so errors stay plain).
         self._resume_meta: dict[str, Any] | None = None
-        done = Resume()
+        self.resume = Resume()
         if resume and run_dir is not None:
-            self._resume_meta, done = self._resumed(run_dir)
-        self.runner: Runner | Fleet
-        if plan.workers > 1:
-            if recipe is None:
-                raise PerfbenchError("--workers needs the target string to rebuild it per worker")
-            self.runner = Fleet(
-                suite,
-                target,
-                plan,
+            self._resume_meta, self.resume = self._resumed(run_dir)
+        self.engine = self._engine(clock)
+
+    def _engine(self, clock: Clock) -> Runner | Fleet:
+        on_pass = self.observer.pass_started if wants(self.observer, "pass_started") else None
+        if self.plan.workers > 1:
+            return Fleet(
+                self.spec,
+                self.suite,
+                self.target,
                 self.recorder,
-                recipe=recipe,
-                pricer=pricer,
+                pricer=self.pricer,
                 price_ref=self.price_ref,
                 on_pass=on_pass,
-                resume=done,
+                resume=self.resume,
             )
-        else:
-            self.runner = Runner(
-                suite, target, plan, self.recorder, clock=clock, on_pass=on_pass, resume=done
-            )
-        self.resume = done
+        return Runner(
+            self.suite,
+            self.target,
+            self.plan,
+            self.recorder,
+            clock=clock,
+            on_pass=on_pass,
+            resume=self.resume,
+        )
 
     def stop(self) -> None:
-        self.runner.stop()
+        self.engine.stop()
 
     def planned_tasks(self) -> int:
         """Tasks this session will run: every pass's tasks, less those a resumed run has."""
@@ -111,8 +123,6 @@ class Session:
         return max(0, len(plan.passes()) * per_pass - len(self.resume.done))
 
     def _price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
-        if self.pricer is None:
-            return None
         return self.pricer.cost(self.price_ref, tokens_in, tokens_out)
 
     async def run(self) -> RunResult:
@@ -126,13 +136,12 @@ class Session:
         if run_dir is not None:
             store.write_json(run_dir / store.META, meta)
             self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
-        if self.on_start is not None:
-            self.on_start(meta)
+        self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
-                outcome = await self.runner.run()
+                outcome = await self.engine.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
         except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
@@ -144,14 +153,15 @@ class Session:
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
-            client = self.runner.client_summary()
+            client = self.engine.client_summary()
             if client is not None:
                 summary["client"] = client
                 client["headroom"] = self._headroom(summary)
-            if self.runner.aimd is not None:
+            aimd = self.engine.aimd
+            if aimd is not None:
                 summary["adaptive"] = {
-                    "history": self.runner.aimd.history,
-                    "converged_limit": self.runner.aimd.converged(),
+                    "history": aimd.history,
+                    "converged_limit": aimd.converged(),
                 }
             meta.update(
                 status=status,
@@ -162,13 +172,15 @@ class Session:
                 self.recorder.writer.close()
                 _best_effort(store.write_json, run_dir / store.SUMMARY, summary)
                 store.write_json(run_dir / store.META, meta)
-        return RunResult(run_dir, meta, summary)
+            result = RunResult(run_dir, meta, summary)
+            self.observer.run_finished(result)
+        return result
 
     def _headroom(self, summary: dict[str, Any]) -> dict[str, Any] | None:
         """How much of this machine's calibrated ceiling the run used (None: not calibrated).
         HTTP targets only: an in-process target's own work is the client's, so there is no
         fixed ceiling to compare with; the CPU and loop-lag warnings cover it."""
-        if path_kind(self.spec) != "http":
+        if path_kind(self.spec.target.target) != "http":
             return None
         ceiling = machine.load().get("http")
         if ceiling is None:
@@ -195,10 +207,10 @@ class Session:
         if self.run_dir is not None:
             store.make_dir(self.run_dir)
             return self.run_dir
-        if self.out_root is None:
+        if self.spec.out is None:
             return None
         return store.new_run_dir(
-            self.out_root, self.suite.name, self.target.name, self.label, started
+            Path(self.spec.out), self.suite.name, self.target.name, self.spec.label, started
         )
 
     def _meta(self, run_dir: Path | None, started: datetime) -> dict[str, Any]:
@@ -207,7 +219,7 @@ class Session:
             "id": run_dir.name if run_dir else None,
             "status": "running",
             "owner": store.owner(),
-            "label": self.label,
+            "label": self.spec.label,
             "started_at": started.isoformat(timespec="seconds"),
             "finished_at": None,
             "duration_s": None,
@@ -229,11 +241,11 @@ class Session:
             "load": _load(self.plan),
             "plan": asdict(self.plan),
             "prices": {
-                **(self.pricer.source() if self.pricer else {"package": None}),
+                **self.pricer.source(),
                 "priced_as": self.price_ref,
                 "simulated": self.target.simulated,
             },
-            "invocation": self.invocation,
+            "spec": self.spec.to_doc(),
             "perfbench_version": __version__,
             "packages": host.package_versions(),
             "host": host.fingerprint(),

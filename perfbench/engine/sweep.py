@@ -11,74 +11,75 @@ cannot be continued) after moving the partial one aside to ``level-<N>.partial-<
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from perfbench import store
+from perfbench.engine.observer import RunObserver
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
-from perfbench.events import Progress
-from perfbench.load import Rate
 from perfbench.report.sweep_md import markdown
-from perfbench.spec import SweepPlan, auto_workers
+from perfbench.spec import SweepPlan, SweepSpec
 from perfbench.stats.knee import Level, analyse, bisect, level_of, verdict
 from perfbench.store.sweeps import PLAN_FILE, finished, level_dir, resumable
 from perfbench.suite import Suite
 from perfbench.targets import Target
-from perfbench.targets.registry import TargetOptions
 
 TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
 
 
 @dataclass
 class SweepResult:
-    path: Path | None
+    path: Path
     levels: list[Level]
     findings: dict[str, Any]
+    plan: SweepPlan
 
 
 class Sweep:
+    """Runs ``spec``'s levels into one sweep directory (``path``: an unfinished one to take
+    up). Each level is a ``Session`` of ``spec.level(level)``; the observer hears every
+    level's run and ``level_finished``. A ``factory`` makes each level's target instead of
+    the spec (a library caller's own target; the levels then run in one process)."""
+
     def __init__(
         self,
-        suite: Suite,
-        factory: TargetFactory,
-        plan: SweepPlan,
+        spec: SweepSpec,
+        observer: RunObserver | None = None,
         *,
-        out_root: Path,
-        target_name: str,
-        on_level: Callable[[Level, str | None], None] | None = None,
-        invocation: dict[str, Any] | None = None,
-        resume: Path | None = None,
-        progress: Progress | None = None,
-        recipe: Callable[[int], tuple[str, TargetOptions]] | None = None,
+        suite: Suite | None = None,
+        factory: TargetFactory | None = None,
+        path: Path | None = None,
     ) -> None:
-        self.progress = progress  # the live view of each level's run, when given
-        # How a worker process rebuilds the target at a concurrency; without it, one process.
-        self.recipe = recipe
-        self.suite, self.factory, self.plan = suite, factory, plan
-        self.out_root, self.target_name = out_root, target_name
-        self.on_level = on_level
-        self.invocation = invocation  # how to start it again (for --resume); no keys in it
+        self.spec, self.plan = spec, spec.plan
+        self.observer = observer or RunObserver()
+        self.suite = suite if suite is not None else spec.load_suite()
+        self.factory = factory
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
-        self.path: Path | None = resume  # the sweep directory (made by run() unless resuming)
+        self.path = path  # the sweep directory (made by run() unless resuming)
+
+    def target_name(self) -> str:
+        if self.factory is not None:
+            return self.factory(1).name
+        return self.spec.target.build(1, self.plan.base.seed).name
 
     async def run(self) -> SweepResult:
         if self.path is None:
             self.path = store.new_run_dir(
-                self.out_root,
+                Path(self.spec.out),
                 f"sweep_{self.suite.name}",
-                self.target_name,
-                None,
+                self.target_name(),
+                self.spec.label,
                 datetime.now(UTC),
             )
         path = self.path
         previous = store.read_json(path / PLAN_FILE) if (path / PLAN_FILE).is_file() else {}
         if previous.get("suite_digest", self.suite.digest) != self.suite.digest:
             raise StoreError(f"{path} was swept with another version of the suite; start anew")
-        how = {**previous, **(self.invocation or {}), "suite_digest": self.suite.digest}
+        how = {**self.spec.to_doc(), "suite_digest": self.suite.digest}
         store.write_json(path / PLAN_FILE, {**how, "status": "running"})
         if self.plan.levels:
             for level in self.plan.levels:
@@ -106,7 +107,7 @@ class Sweep:
 
             unit = "tasks/s" if self.plan.rates else "concurrency"
             sweep_chart(levels, findings["knee"], path / "sweep", unit)
-        return SweepResult(path, levels, findings)
+        return SweepResult(path, levels, findings, self.plan)
 
     async def _auto(self, path: Path) -> None:
         level, good, bad = 1.0, None, None
@@ -129,47 +130,29 @@ class Sweep:
                 bad = mid
 
     async def _level(self, path: Path, level: float) -> str | None:
-        plan = self.plan.base
-        if self.plan.rates:
-            plan = replace(plan, load=Rate(per_second=level))
-        else:
-            plan = replace(plan, concurrency=int(level), load=None)
-        concurrency = plan.connections()
-        count = (self.plan.workers or auto_workers(plan)) if self.recipe else 1
-        plan = replace(plan, workers=count)
+        spec = self.spec.level(level, workers=self.factory is None)
         run_dir = level_dir(path, level)
         done = finished(run_dir)
         if done is not None:  # a resumed sweep: measured before, read back
             summary, interrupted = done, False
         else:
-            watch = self.progress
+            target = None if self.factory is None else self.factory(spec.plan.connections())
             session = Session(
-                self.suite,
-                self.factory(concurrency),
-                plan,
+                spec,
+                self.observer,
+                suite=self.suite,
+                target=target,
                 run_dir=run_dir,
                 resume=resumable(run_dir, self.plan.rates),
-                on_pass=watch.phase if watch else None,
-                observers=[watch.sample] if watch else None,
-                on_start=watch.started if watch else None,
-                recipe=self.recipe(concurrency) if self.recipe else None,
             )
-            if watch is not None:
-                watch.planned = session.planned_tasks()
-                watch.in_flight = session.runner.tasks_in_flight
-            try:
-                result = await session.run()
-            finally:
-                if watch is not None:
-                    watch.finished("level", 0, None)
+            result = await session.run()
             summary, interrupted = result.summary, result.interrupted
         measured = level_of(level, summary)
         self.measured[level] = measured
         ordered = [self.measured[k] for k in sorted(self.measured)]
         reason = verdict([v for v in ordered if v.level <= level], self.plan.rule)
         self.reasons[level] = reason
-        if self.on_level is not None:
-            self.on_level(measured, reason)
+        self.observer.level_finished(measured, reason, path)
         if interrupted:
             raise KeyboardInterrupt
         return reason

@@ -31,7 +31,6 @@ from perfbench.engine.messages import (
     Start,
     Stop,
 )
-from perfbench.engine.resume import Resume
 from perfbench.engine.runner import Runner
 from perfbench.errors import reason
 from perfbench.load import Adaptive
@@ -39,7 +38,6 @@ from perfbench.sample import Phase, Sample
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Price, Recorder
 from perfbench.targets import open_target
-from perfbench.targets.registry import resolve
 
 FLUSH_S = 0.05  # how late a worker's samples may reach samples.jsonl
 FLUSH_LINES = 512
@@ -161,13 +159,13 @@ async def _serve(path: str, index: int) -> None:
 
 
 async def _work(start: Start, link: _Link) -> None:
-    suite, plan = start.suite, start.plan
-    target = resolve(start.target, start.options)
+    suite, plan, share = start.suite, start.spec.plan, start.share
+    connections = plan.connections()  # 0 (no limit) stays 0
+    mine = max(1, share.split(connections)) if connections else 0
+    target = start.spec.target.build(mine, plan.seed, start.server_url)
     summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
 
     def price(tokens_in: int | None, tokens_out: int | None) -> float | None:
-        if start.pricer is None:
-            return None
         return start.pricer.cost(start.price_ref, tokens_in, tokens_out)
 
     recorder = _WorkerRecorder(link, summarizer, price)
@@ -176,8 +174,8 @@ async def _work(start: Start, link: _Link) -> None:
         target,
         plan,
         recorder,
-        resume=Resume(start.skip, start.skip_passes),
-        share=start.share,
+        resume=start.resume,
+        share=share,
         origin=start.origin,
         go=link.go,
         follower=isinstance(plan.load, Adaptive),  # the parent's controller sets the limit

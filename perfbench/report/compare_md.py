@@ -9,7 +9,8 @@ from typing import Any
 
 from perfbench.report.format import TITLES, change, quantity, spread, table
 from perfbench.stats.compare import Comparison, Row
-from perfbench.stats.gate import Outcome, ThresholdResult
+from perfbench.stats.gate import Outcome
+from perfbench.stats.thresholds import ThresholdResult
 
 MARKS = {
     "regression": "❌ regression",

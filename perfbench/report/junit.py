@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 
 from perfbench.report.format import TITLES, change, spread
 from perfbench.stats.compare import Comparison
-from perfbench.stats.gate import ThresholdResult
+from perfbench.stats.thresholds import ThresholdResult
 
 
 def junit(result: Comparison | None, thresholds: Sequence[ThresholdResult]) -> str:

@@ -99,14 +99,17 @@ def _cost(pricer: Pricer, ref: str, tokens_in: int, tokens_out: int) -> float | 
     return float(found.total_price)
 
 
-def load_pricer(path: Path | None, timestamp: datetime | None = None) -> Pricer:
-    """Prices with the overrides of ``path``, or of ./perfbench.prices.yaml when it exists."""
+def load_pricer(
+    path: Path | None, timestamp: datetime | None = None, *, default: bool = True
+) -> Pricer:
+    """Prices with the overrides of ``path``, or (``default``) of ./perfbench.prices.yaml
+    when it exists."""
     when = timestamp or datetime.now(UTC)
     if path is None:
-        default = Path(OVERRIDES)
-        if not default.is_file():
+        fallback = Path(OVERRIDES)
+        if not default or not fallback.is_file():
             return Pricer(when)
-        path = default
+        path = fallback
     try:
         doc = yamlfile.load(path)
         parsed = _Overrides.model_validate(doc.data or {})

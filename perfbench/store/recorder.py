@@ -3,7 +3,7 @@ there is a run directory), feeds the statistics, and tells any observer. O(1) pe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from perfbench.sample import Phase, Sample
@@ -28,13 +28,13 @@ class Recorder:
         self,
         summarizer: Summarizer,
         writer: Writer | None = None,
-        observers: list[Observer] | None = None,
+        observers: Sequence[Observer] = (),
         price: Price | None = None,
     ) -> None:
         self.price = price
         self.summarizer = summarizer
         self.writer = writer
-        self.observers = observers or []
+        self.observers = tuple(observers)
         self.recorded = 0
 
     def record(self, sample: Sample) -> None:

@@ -32,6 +32,8 @@ from perfbench.targets.agent_result import (
 )
 from perfbench.task import Task
 
+__all__ = ["AgentMapping", "HttpAgent", "public_url", "request_fields"]
+
 # Connections kept when no concurrency is given; tasks beyond it would queue for a connection
 # (their wait is the step's, and a warning names it). Runs pass their planned concurrency.
 POOL_SIZE = 64

@@ -43,9 +43,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import host
 from perfbench.engine.session import Session
-from perfbench.spec import AUTO_RAMP_PER_SLOT, Plan
+from perfbench.spec import AUTO_RAMP_PER_SLOT, Plan, RunSpec, TargetSpec
 from perfbench.suite import load_suite
-from perfbench.targets.registry import TargetOptions, resolve
 from tests.conftest import CASES, mock_process
 
 MODELS = "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
@@ -67,12 +66,10 @@ def perfbench_run(
     the command line's default ramp-up unless ``ramp_up`` is given."""
     suite = load_suite([folder / "case.yaml"]) if target.startswith("mock+http") else None
     suite = suite or load_suite([CASES])
-    options = TargetOptions(concurrency=in_flight, stream=stream, server_url=url)
     plan = Plan(runs=runs, warmup=1, repeat=repeat, concurrency=in_flight, workers=workers,
                 ramp_up=ramp_up)  # fmt: skip
-    session = Session(
-        suite, resolve(target, options), plan, out_root=folder / "runs", recipe=(target, options)
-    )
+    spec = RunSpec(target=TargetSpec(target, stream=stream), plan=plan, out=str(folder / "runs"))
+    session = Session(spec, suite=suite, server_url=url)
     result = anyio.run(session.run, backend_options=host.loop_options())
     return result.summary
 

@@ -19,11 +19,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import host
+from perfbench.engine.observer import RunObserver
 from perfbench.engine.session import Session
 from perfbench.sample import Sample
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import load_suite
-from perfbench.targets.registry import resolve
 from tests.conftest import CASES
 
 EVERY = 50_000
@@ -42,17 +42,17 @@ def main() -> None:
     readings: list[tuple[int, float]] = []
     seen = 0
 
-    def observe(sample: Sample) -> None:
-        nonlocal seen
-        seen += 1
-        if seen % EVERY == 0:
-            readings.append((seen, rss_mib()))
+    class Memory(RunObserver):
+        def sample(self, sample: Sample) -> None:
+            nonlocal seen
+            seen += 1
+            if seen % EVERY == 0:
+                readings.append((seen, rss_mib()))
 
     with tempfile.TemporaryDirectory() as tmp:
         plan = Plan(runs=runs, warmup=0, repeat=repeat, concurrency=64)
-        session = Session(
-            suite, resolve("mock:zero"), plan, out_root=Path(tmp), observers=[observe]
-        )
+        spec = RunSpec(target=TargetSpec("mock:zero"), plan=plan, out=tmp)
+        session = Session(spec, Memory(), suite=suite)
         start = time.perf_counter()
         result = anyio.run(session.run, backend_options=host.loop_options())
         wall = time.perf_counter() - start

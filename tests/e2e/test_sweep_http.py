@@ -8,8 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from perfbench.engine.observer import RunObserver
 from perfbench.engine.sweep import Sweep
-from perfbench.spec import Plan, SweepPlan
+from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level
 from perfbench.suite import load_suite
 from perfbench.targets.registry import TargetOptions, resolve
@@ -36,14 +37,12 @@ def test_sweep_over_http_finds_the_concurrency_limit(tmp_path: Path) -> None:
     def factory(n: int):  # type: ignore[no-untyped-def]
         return resolve(f"mock+http:{profile}", TargetOptions(concurrency=n))
 
-    sweep = Sweep(
-        suite,
-        factory,
-        plan,
-        out_root=tmp_path / "runs",
-        target_name="mock-http",
-        on_level=lambda level, _: seen.append(level),
-    )
+    class Levels(RunObserver):
+        def level_finished(self, level: Level, reason: str | None, sweep_dir: Path) -> None:
+            seen.append(level)
+
+    spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
+    sweep = Sweep(spec, Levels(), suite=suite, factory=factory)
     result = anyio.run(sweep.run)
     assert result.findings["knee"] in (16, 17, 18)
     assert result.findings["plateau_throughput"] > 0

@@ -13,7 +13,7 @@ import pytest
 from perfbench import store
 from perfbench.engine.session import Session
 from perfbench.mock.profile import Profile
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import load_pricer
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
@@ -42,10 +42,9 @@ async def test_per_language_table_is_recomputed_from_samples(
     example_suite: Suite, tmp_path: Path
 ) -> None:
     session = Session(
-        example_suite,
-        MockAgent(profile("openai/gpt-4o")),
-        Plan(runs=2, warmup=0, concurrency=4),
-        out_root=tmp_path,
+        RunSpec(plan=Plan(runs=2, warmup=0, concurrency=4), out=str(tmp_path)),
+        suite=example_suite,
+        target=MockAgent(profile("openai/gpt-4o")),
         pricer=load_pricer(None, WHEN),
     )
     result = await session.run()
@@ -93,10 +92,9 @@ async def test_a_model_without_a_price_is_unpriced_not_free(
     example_suite: Suite, tmp_path: Path
 ) -> None:
     session = Session(
-        example_suite,
-        MockAgent(profile("openai/no-such-model")),
-        Plan(runs=1, warmup=0),
-        out_root=None,
+        RunSpec(plan=Plan(runs=1, warmup=0), out=None),
+        suite=example_suite,
+        target=MockAgent(profile("openai/no-such-model")),
         pricer=load_pricer(None, WHEN),
     )
     result = await session.run()
@@ -154,9 +152,8 @@ async def test_the_mock_model_is_chosen_in_the_target_string(
         target = resolve(f"mock:default@{model}")
         assert target.name == f"mock:default@{model}"
         assert target.price_ref == priced_as  # type: ignore[attr-defined]
-        session = Session(
-            zh, target, Plan(runs=1, warmup=0), out_root=tmp_path, pricer=load_pricer(None, WHEN)
-        )
+        spec = RunSpec(plan=Plan(runs=1, warmup=0), out=str(tmp_path))
+        session = Session(spec, suite=zh, target=target, pricer=load_pricer(None, WHEN))
         result = await session.run()
         assert result.meta["prices"]["priced_as"] == priced_as
         assert result.summary["pooled"]["overall"]["cost_per_task"] > 0

@@ -24,7 +24,7 @@ from perfbench import store
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
 from perfbench.export import Run, default_path, export, load_run
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import load_pricer
 from perfbench.suite import load_suite
 from perfbench.targets.mock import MockAgent
@@ -42,11 +42,11 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         models={"sim": {"prices_as": "openai/gpt-4o", "tokens_per_char": {"default": 0.25}}},
         faults={"error_500": 0.2},
     )
+    plan = Plan(runs=RUNS, warmup=WARMUP, repeat=REPEAT, concurrency=4)
     session = Session(
-        load_suite([CASES]),
-        MockAgent(profile),
-        Plan(runs=RUNS, warmup=WARMUP, repeat=REPEAT, concurrency=4),
-        out_root=tmp_path_factory.mktemp("runs"),
+        RunSpec(plan=plan, out=str(tmp_path_factory.mktemp("runs"))),
+        suite=load_suite([CASES]),
+        target=MockAgent(profile),
         pricer=load_pricer(None, datetime(2026, 11, 30, 12, tzinfo=UTC)),
     )
     result = anyio.run(

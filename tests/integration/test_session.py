@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from perfbench import store
 from perfbench.cli import app
 from perfbench.engine.session import Session
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec
 from perfbench.stats.summary import summarize
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
@@ -24,11 +24,9 @@ async def test_session_writes_a_complete_run_directory(
     example_suite: Suite, tmp_path: Path
 ) -> None:
     session = Session(
-        example_suite,
-        MockAgent(fixed_profile()),
-        Plan(runs=2, warmup=1, concurrency=4),
-        out_root=tmp_path,
-        label="v1.0",
+        RunSpec(plan=Plan(runs=2, warmup=1, concurrency=4), out=str(tmp_path), label="v1.0"),
+        suite=example_suite,
+        target=MockAgent(fixed_profile()),
     )
     result = await session.run()
     assert result.run_dir is not None and result.run_dir.parent == tmp_path

@@ -15,9 +15,8 @@ from perfbench import store
 from perfbench.cli import ExitCode, app
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
-from perfbench.spec import Plan
+from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import Suite
-from perfbench.targets.registry import resolve
 from tests.conftest import CASES
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -35,7 +34,8 @@ async def test_a_full_disk_stops_the_run_with_a_clear_error_and_a_truthful_meta(
 
     monkeypatch.setattr(store, "make_dir", make_then_fill)
     run_dir = tmp_path / "run"
-    session = Session(example_suite, resolve("mock:zero"), Plan(runs=1), run_dir=run_dir)
+    spec = RunSpec(target=TargetSpec("mock:zero"), plan=Plan(runs=1))
+    session = Session(spec, suite=example_suite, run_dir=run_dir)
     with pytest.raises(BaseExceptionGroup) as caught:
         await session.run()
     errors, rest = caught.value.split(StoreError)
@@ -52,9 +52,7 @@ async def test_a_full_disk_stops_the_run_with_a_clear_error_and_a_truthful_meta(
     # Space freed: the run resumes and completes.
     (run_dir / store.SAMPLES).unlink()
     monkeypatch.setattr(store, "make_dir", made)
-    resumed = Session(
-        example_suite, resolve("mock:zero"), Plan(runs=1), run_dir=run_dir, resume=True
-    )
+    resumed = Session(spec, suite=example_suite, run_dir=run_dir, resume=True)
     result = await resumed.run()
     assert result.meta["status"] == "completed"
     assert len((run_dir / store.SAMPLES).read_text().splitlines()) == 2 * len(example_suite.cases)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfbench.engine.sweep import Sweep
-from perfbench.spec import Plan, SweepPlan
+from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level, StopRule, kneedle, usl, verdict
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.mock import MockAgent
@@ -27,9 +27,8 @@ def suite(tmp_path: Path) -> Suite:
 async def test_auto_sweep_finds_the_concurrency_limit(suite: Suite, tmp_path: Path) -> None:
     profile = fixed_profile(rate_limits={"concurrent": 16})
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=96), max_level=256)
-    sweep = Sweep(
-        suite, lambda n: MockAgent(profile), plan, out_root=tmp_path / "runs", target_name="mock"
-    )
+    spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
+    sweep = Sweep(spec, suite=suite, factory=lambda n: MockAgent(profile))
     result = await sweep.run()
     levels = [v.level for v in result.levels]
     # Doubling until 32 shows 429s, then bisection between 16 and 32 down to 17.
@@ -59,13 +58,8 @@ def test_sweep_chart_bytes_are_deterministic(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_no_limit_no_false_knee(suite: Suite, tmp_path: Path) -> None:
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=64), levels=(1, 2, 4, 8, 16, 32))
-    sweep = Sweep(
-        suite,
-        lambda n: MockAgent(fixed_profile()),
-        plan,
-        out_root=tmp_path / "runs",
-        target_name="mock",
-    )
+    spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
+    sweep = Sweep(spec, suite=suite, factory=lambda n: MockAgent(fixed_profile()))
     result = await sweep.run()
     assert result.findings["knee"] is None
     thr = [v.throughput for v in result.levels]
@@ -116,13 +110,8 @@ def test_littles_law_flags_a_client_that_could_not_keep_n_in_flight() -> None:
 @pytest.mark.anyio
 async def test_rate_sweep_runs_open_loop_levels(suite: Suite, tmp_path: Path) -> None:
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=20), levels=(5, 10, 20), rates=True)
-    sweep = Sweep(
-        suite,
-        lambda n: MockAgent(fixed_profile()),
-        plan,
-        out_root=tmp_path / "runs",
-        target_name="mock",
-    )
+    spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
+    sweep = Sweep(spec, suite=suite, factory=lambda n: MockAgent(fixed_profile()))
     result = await sweep.run()
     assert [v.level for v in result.levels] == [5, 10, 20]
     assert result.findings["client_bound_levels"] == []  # not judged for rates

@@ -1,0 +1,109 @@
+"""The library's entry points: run a spec, take up an interrupted run, sweep. The CLI is a face
+over these (flags → spec → here → exit code); a script or notebook calls them the same way::
+
+    from perfbench import Plan, RunSpec, TargetSpec, api
+
+    spec = RunSpec.build(["cases/"], TargetSpec("mock"), Plan(runs=3))
+    result = api.run(spec)
+    print(result.meta["status"], result.summary["across_runs"]["overall"]["latency.p95"])
+
+Each call runs its own event loop (asyncio with uvloop when installed, as the CLI does); from
+inside a running loop, ``await Session(spec, observer).run()`` instead. Bad input (a case file,
+a target string, a run directory) raises a ``PerfbenchError`` before anything runs.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from perfbench import host, store
+from perfbench.engine.observer import RunObserver
+from perfbench.engine.session import RunResult, Session
+from perfbench.engine.sweep import Sweep, SweepResult
+from perfbench.errors import StoreError
+from perfbench.spec import RunSpec, SweepSpec
+from perfbench.store import sweeps
+
+__all__ = ["RunResult", "SweepResult", "resume", "resume_sweep", "run", "sweep"]
+
+
+def run(
+    spec: RunSpec, observer: RunObserver | None = None, *, interruptible: bool = True
+) -> RunResult:
+    """Carry out ``spec`` into a new run directory under ``spec.out``. ``interruptible``: the
+    first Ctrl-C stops the run cleanly (what was measured is kept, the run is ``interrupted``
+    and can be resumed), a second aborts at once; only in the main thread."""
+    return _drive(Session(spec, observer), observer, interruptible)
+
+
+def resume(
+    run_dir: Path, observer: RunObserver | None = None, *, interruptible: bool = True
+) -> RunResult:
+    """Continue an interrupted run as it was started (its meta.json records the spec): the
+    tasks it finished are kept, the rest run."""
+    return _drive(resumed(run_dir, observer), observer, interruptible)
+
+
+def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
+    """The session that continues the interrupted run in ``run_dir``."""
+    meta = store.read_json(run_dir / store.META)
+    if meta.get("status") == "completed":
+        raise StoreError(f"{run_dir} is complete; nothing to resume")
+    spec = RunSpec.of_run(run_dir, meta)
+    return Session(spec, observer, run_dir=run_dir, resume=True)
+
+
+def sweep(spec: SweepSpec, observer: RunObserver | None = None) -> SweepResult:
+    """Run ``spec``'s levels into a new sweep directory under ``spec.out``."""
+    return _sweep(Sweep(spec, observer))
+
+
+def resume_sweep(path: Path, observer: RunObserver | None = None) -> SweepResult:
+    """Continue an unfinished sweep: finished levels are read back, not measured again."""
+    spec = SweepSpec.from_doc(sweeps.read_plan(path))
+    return _sweep(Sweep(spec, observer, path=path))
+
+
+def _sweep(sweeper: Sweep) -> SweepResult:
+    result: SweepResult = anyio.run(sweeper.run, backend_options=host.loop_options())
+    return result
+
+
+def _drive(session: Session, observer: RunObserver | None, interruptible: bool) -> RunResult:
+    main = threading.current_thread() is threading.main_thread()
+    watch = interruptible and main
+    result: RunResult = anyio.run(
+        _until_stopped if watch else _plain,
+        session,
+        observer or RunObserver(),
+        backend_options=host.loop_options(),
+    )
+    return result
+
+
+async def _plain(session: Session, observer: RunObserver) -> RunResult:
+    return await session.run()
+
+
+async def _until_stopped(session: Session, observer: RunObserver) -> RunResult:
+    """First Ctrl-C stops the run cleanly (measured tasks kept); a second one aborts."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                task_status.started()
+                async for _ in signals:
+                    observer.stopping()
+                    session.stop()
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                    return
+
+        await tg.start(watch)  # the handler is in place before the first task can start
+        result = await session.run()
+        tg.cancel_scope.cancel()
+    return result

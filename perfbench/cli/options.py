@@ -1,0 +1,257 @@
+"""The flags ``run`` and ``sweep`` share, declared once, and how they become a spec.
+
+Each shared flag is one ``Flag`` in a group below, named as the spec field it sets: adding a
+target option is a ``TargetSpec`` field and one ``Flag`` in ``TARGET``, and both commands have
+it. ``shared(...)`` adds a group's flags to a command's signature (typer reads it from there)
+and hands their values to the command as one ``Flags`` mapping."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from perfbench.load import Adaptive, Load, Rate
+from perfbench.spec import Plan, TargetSpec, auto_workers
+
+Flags = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str  # the parameter's name: the spec field it sets
+    kind: Any  # Annotated[type, typer.Option(...)]
+    default: Any
+
+
+def _flag(name: str, default: Any, kind: Any, *decls: str, panel: str, **options: Any) -> Flag:
+    return Flag(
+        name, Annotated[kind, typer.Option(*decls, rich_help_panel=panel, **options)], default
+    )
+
+
+_T, _P, _O = "Target", "Passes", "Output"
+
+TARGET = (
+    _flag("target", "mock+http", str, "--target", "-t", panel=_T,
+          help="What to measure: mock+http[:profile] (the mock server over HTTP, default), "
+          "mock[:profile] (in-process), provider/model (openai, anthropic, deepseek, qwen, "
+          "zhipu), http+agent://host/path, python:module:function."),
+    _flag("base_url", None, str | None, panel=_T,
+          help="Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
+          "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),
+    _flag("api_key_env", None, str | None, panel=_T,
+          help="Environment variable holding the API key (keys never go on the command "
+          "line, nor into run directories)."),
+    _flag("stream", True, bool, "--stream/--no-stream", panel=_T,
+          help="Stream replies (TTFT needs it)."),
+    _flag("retries", 3, int, min=0, panel=_T,
+          help="Retries of a 429/5xx answer, waiting as the server asks."),
+    _flag("check_tokens", False, bool, panel=_T,
+          help="Also count output tokens offline when the API reports usage, to show the "
+          "discrepancy (costs client CPU per call)."),
+)  # fmt: skip
+
+PASSES = (
+    _flag("runs", 5, int, min=1, panel=_P,
+          help="Measured passes over the suite (per level, in a sweep); statistics are per run."),
+    _flag("warmup", 1, int, min=0, panel=_P,
+          help="Warmup passes first; kept in samples.jsonl, not in stats."),
+    _flag("repeat", 1, int, min=1, panel=_P,
+          help="Executions of each case per pass (raise it for P99)."),
+    _flag("seed", 0, int, panel=_P, help="Seed for every simulated draw."),
+    _flag("workers", "auto", str, panel=_P,
+          help="Processes sharing the load, each with its own event loop and clients: a "
+          "number, or auto (one per 128 in flight or 1,000 tasks/s, at most one per core; in "
+          "a sweep, chosen per level). Raise it when a run warns that the client was the "
+          "bottleneck."),
+    _flag("ramp_up", "auto", str, panel=_P,
+          help="Closed loop: seconds over which the concurrency's task slots start, evenly. "
+          "auto: one slot per ms per worker process (0.256 s for -c 256 in one process), so "
+          "completions do not all come back at once and queue in the client; 0: all at once, "
+          "whose tasks then finish and restart in waves for the whole pass."),
+)  # fmt: skip
+
+OUTPUT = (
+    _flag("label", None, str | None, panel=_O,
+          help="A release or build name, e.g. v1.4.0; used by compare."),
+    _flag("out_dir", Path("runs"), Path, "--out", panel=_O,
+          help="Folder in which the run (or sweep) directory is created."),
+    _flag("prices", None, Path | None, panel=_O,
+          help="Dated price overrides (YAML); default ./perfbench.prices.yaml if any."),
+    _flag("quiet", False, bool, "--quiet", "-q", panel=_O, help="No progress lines."),
+    _flag("as_json", False, bool, "--json", panel=_O,
+          help="Events as JSON lines on stdout (docs/events.md; a sweep: level_finished and "
+          "run_finished); the tables go to stderr."),
+)  # fmt: skip
+
+CasesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),
+]
+
+
+def shared(
+    *groups: Iterable[Flag], defaults: Mapping[str, Any] | None = None
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add the groups' flags to a command; it receives their values as ``flags``."""
+    flags = [f for group in groups for f in group]
+    overrides = defaults or {}
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(command).parameters.values() if p.name != "flags"]
+        added = [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=overrides.get(f.name, f.default),
+                annotation=f.kind,
+            )
+            for f in flags
+        ]  # fmt: skip
+
+        @functools.wraps(command)
+        def wrapper(**values: Any) -> None:
+            given = {f.name: values.pop(f.name) for f in flags}
+            command(**values, flags=given)
+
+        hints = {k: v for k, v in inspect.get_annotations(command, eval_str=True).items()}
+        hints.pop("flags", None)
+        wrapper.__annotations__ = {**hints, **{f.name: f.kind for f in flags}}
+        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
+        wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def target_spec(flags: Flags) -> TargetSpec:
+    return TargetSpec(**{f.name: flags[f.name] for f in TARGET})
+
+
+def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Plan:
+    """The plan the flags describe, its worker count settled (``--workers auto``)."""
+    made = Plan(
+        runs=flags["runs"],
+        warmup=flags["warmup"],
+        repeat=flags["repeat"],
+        concurrency=concurrency,
+        seed=flags["seed"],
+        load=load,
+        ramp_up=ramp(flags["ramp_up"]),
+    )
+    return replace(made, workers=workers(flags["workers"], made))
+
+
+def workers(text: str, of: Plan) -> int:
+    if text == "auto":
+        return auto_workers(of)
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise typer.BadParameter("--workers takes a positive number or auto")
+    return count
+
+
+def ramp(text: str) -> float | None:
+    """--ramp-up: None for auto (Plan.ramp_seconds), else seconds."""
+    if text == "auto":
+        return None
+    try:
+        seconds = float(text.removesuffix("s"))
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise typer.BadParameter(f"--ramp-up takes seconds (0–3600) or auto, not {text!r}")
+    return seconds
+
+
+def load_shape(
+    rate: float | None,
+    arrival: str,
+    duration: float | None,
+    max_in_flight: int | None,
+    adaptive: bool,
+    maximum: int,
+    start: int,
+    decrease: float,
+) -> Load | None:
+    if rate is not None and adaptive:
+        raise typer.BadParameter("choose one load shape: --rate (open loop) or --adaptive")
+    if arrival not in ("constant", "poisson"):
+        raise typer.BadParameter("--arrival takes constant or poisson")
+    if rate is not None:
+        kind: Literal["constant", "poisson"] = "poisson" if arrival == "poisson" else "constant"
+        return Rate(rate, kind, duration, max_in_flight)
+    if duration is not None or max_in_flight is not None:
+        raise typer.BadParameter("--duration and --max-in-flight go with --rate")
+    if adaptive:
+        return Adaptive(start=start, maximum=maximum, decrease=decrease)
+    return None
+
+
+def levels(text: str | None, name: str) -> tuple[float, ...]:
+    """A sweep's levels: ``1,2,4,8``, sorted, each once."""
+    if not text:
+        return ()
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{name} takes numbers separated by commas, e.g. 1,2,4,8"
+        ) from None
+    if any(v <= 0 for v in values):
+        raise typer.BadParameter(f"{name} levels must be positive")
+    return tuple(sorted(set(values)))
+
+
+# The options that may go with --resume: any other would change what the run recorded.
+RESUME_KEEPS = frozenset({"resume", "quiet", "as_json", "strict"})
+_ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
+
+
+def given(ctx: typer.Context) -> list[Any]:
+    """The parameters set on the command line (not by default)."""
+    return [p for p in ctx.command.params if p.name and _on_command_line(ctx, p.name)]
+
+
+def flag_names(params: Iterable[Any], names: Iterable[str]) -> str:
+    wanted = set(names)
+    return ", ".join(max(p.opts, key=len) for p in params if p.name in wanted)
+
+
+def check_resume(ctx: typer.Context, resuming: bool) -> None:
+    """With --resume the run goes on as it was started: another option would be ignored."""
+    params = given(ctx)
+    ignored = flag_names(params, {p.name for p in params} - RESUME_KEEPS)
+    if resuming and ignored:
+        raise typer.BadParameter(
+            f"--resume continues the run as it was started (its directory records the suite, "
+            f"target and plan): drop {ignored}, or start a new run"
+        )
+
+
+def check_load(ctx: typer.Context, rate: bool, adaptive: bool) -> None:
+    """Options given on the command line that the run would ignore are errors, not silence."""
+    params = given(ctx)
+    closed = flag_names(params, {"concurrency", "ramp_up"})
+    if (rate or adaptive) and closed:
+        raise typer.BadParameter(
+            f"{closed}: only for a fixed closed loop. With --rate the rate sets the load "
+            "(--max-in-flight caps it); with --adaptive, --start and --max-concurrency bound it"
+        )
+    if not adaptive and (ignored := flag_names(params, _ADAPTIVE_ONLY)):
+        raise typer.BadParameter(f"{ignored}: only with --adaptive")
+    if not rate and flag_names(params, {"arrival"}):
+        raise typer.BadParameter("--arrival: only with --rate")
+
+
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    # typer's click keeps ParameterSource in a private module: compared by name.
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"

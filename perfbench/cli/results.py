@@ -1,0 +1,310 @@
+"""``perfbench list``, ``show``, ``compare``, ``report`` and ``export``: stored runs in, tables,
+verdicts and files out."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from perfbench import config, store
+from perfbench.cli.app import ExitCode, app
+from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
+from perfbench.errors import GateError
+from perfbench.report import compare_md
+from perfbench.report.format import seconds
+from perfbench.report.junit import junit
+from perfbench.stats.comparable import pair_notes, run_notes
+from perfbench.stats.compare import BY_NAME, Comparison, compare
+from perfbench.stats.gate import Outcome, build_rules, outcome
+from perfbench.stats.thresholds import ThresholdResult, check_thresholds, parse_threshold
+from perfbench.store import sides, sweeps
+
+RootOpt = Annotated[Path, typer.Option("--root", help="Folder that holds run directories.")]
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run directory, name or label.")]
+
+OUTCOME_CODES: dict[Outcome, ExitCode] = {
+    "pass": ExitCode.OK,
+    "regression": ExitCode.REGRESSION,
+    "threshold": ExitCode.THRESHOLD,
+    "inconclusive": ExitCode.INCONCLUSIVE,
+}
+
+
+@app.command("list")
+def list_(
+    folder: Annotated[
+        Path | None, typer.Argument(help="Folder of run directories (or use --root).")
+    ] = None,
+    root: RootOpt = Path("runs"),
+) -> None:
+    """List runs (newest last) from their meta.json: time, suite, target, label, P50/P95."""
+    root = folder or root
+    runs = store.list_runs(root)
+    if not runs:
+        err.print(f"No runs in {root}/. Start one with: perfbench run cases/")
+        return
+    out.print(_runs_table(runs))
+    if any(store.status(info.meta) == "killed" for info in runs):
+        err.print(
+            "A killed run keeps what it measured: continue it with perfbench run --resume DIR"
+        )
+
+
+def _runs_table(runs: list[store.RunInfo]) -> Table:
+    table = Table()
+    for col in ("run", "started", "suite", "target", "label", "tasks", "P50", "P95", "status"):
+        table.add_column(col, justify="right" if col in ("tasks", "P50", "P95") else "left")
+    for info in runs:
+        m = info.meta
+        head = m.get("headline") or {}
+        table.add_row(
+            info.path.name,
+            str(m.get("started_at", "")),
+            str(m.get("suite", {}).get("name", "")),
+            str(m.get("target", "")),
+            m.get("label") or "",
+            str(head.get("tasks", "–")),
+            seconds(head.get("p50")),
+            seconds(head.get("p95")),
+            store.status(m),
+        )
+    return table
+
+
+@app.command()
+def show(run_ref: RunArg, root: RootOpt = Path("runs")) -> None:
+    """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
+    with errors():
+        run_dir, meta, summary = sides.load_run(run_ref, root)
+    print_result(summary, meta)
+    out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
+
+
+@app.command("compare")
+def compare_(
+    baseline_ref: Annotated[
+        str, typer.Argument(metavar="BASELINE", help="Run directory, name or label.")
+    ],
+    candidate_ref: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[CANDIDATE]",
+            help="Run directory, name or label. Alone, BASELINE is checked against --threshold.",
+        ),
+    ] = None,
+    max_regression: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--max-regression",
+            help="Relative threshold per metric, e.g. p95=15% (repeatable). Metrics: "
+            + ", ".join(BY_NAME),
+        ),
+    ] = None,
+    floor: Annotated[
+        list[str] | None,
+        typer.Option("--floor", help="Absolute floor per metric, e.g. p50=5ms (repeatable)."),
+    ] = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            help="Absolute limit on the candidate, k6 style: 'p95<2s', 'error_rate<1%', "
+            "'p99{case=answer-en}<800ms' (repeatable).",
+        ),
+    ] = None,
+    gate_metrics: Annotated[
+        str | None, typer.Option("--gate", help="Gate only these metrics: p50,p95,error_rate.")
+    ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            help="Gated scopes: overall (default), cases, languages or all; more than overall "
+            "turns on the Benjamini-Hochberg correction."
+        ),
+    ] = None,
+    alpha: Annotated[float | None, typer.Option(help="Significance level (default 0.05).")] = None,
+    strict: Annotated[
+        bool | None,
+        typer.Option(
+            "--strict/--no-strict",
+            help=(
+                "Fail (exit 6) on an inconclusive result: a big change that is not significant "
+                "(more runs needed), or a run that did not complete."
+            ),
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compare runs of different suites anyway.")
+    ] = False,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="Settings file (default: ./perfbench.toml or pyproject)."),
+    ] = None,
+    markdown_file: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the Markdown summary here.")
+    ] = None,
+    junit_file: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the verdict as JSON instead of Markdown.")
+    ] = False,
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Compare a candidate run with a baseline; the exit code is the verdict.
+
+    Each metric's run-level values are tested (one-sided exact Mann-Whitney); a metric regresses
+    when its median moved beyond its threshold and floor and p < alpha. Exit codes: 0 pass,
+    4 regression, 5 threshold breached, 6 inconclusive (with --strict: a change that needs more
+    runs, or a run that did not complete), 3 perfbench error.
+    """
+    with errors():
+        settings = config.compare_settings(config_file or config.find(Path.cwd()))
+        thresholds = [
+            parse_threshold(t) for t in [*settings.get("thresholds", []), *(threshold or [])]
+        ]
+        rules = build_rules(
+            settings,
+            max_regression or (),
+            floor or (),
+            [gate_metrics] if gate_metrics else None,
+            [scope] if scope else None,
+            alpha,
+        )
+        if candidate_ref is None and not thresholds:
+            raise GateError("give a baseline and a candidate, or one run and --threshold")
+        found = _sides(baseline_ref, candidate_ref, rules, force, root)
+        checked = check_thresholds(found.candidate_summary, thresholds)
+    strict_on = strict if strict is not None else bool(settings.get("strict", False))
+    complete = all(m.get("status") == "completed" for m in (found.baseline, found.candidate))
+    verdict = outcome(found.result, checked, strict_on, complete)
+    _verdict(found, checked, verdict, as_json, markdown_file, junit_file)
+    raise typer.Exit(OUTCOME_CODES[verdict])
+
+
+class _Found:
+    """Both sides of a comparison, read back, and the comparison (None: thresholds only)."""
+
+    def __init__(self, candidate: tuple[dict[str, Any], dict[str, Any]], notes: list[str]) -> None:
+        self.candidate, self.candidate_summary = candidate
+        self.baseline: Mapping[str, Any] = self.candidate
+        self.result: Comparison | None = None
+        self.notes = notes
+
+
+def _sides(baseline: str, candidate: str | None, rules: Any, force: bool, root: Path) -> _Found:
+    cand = sides.load_side(candidate or baseline, root)
+    found = _Found(cand, list(run_notes(cand[0], "candidate")))
+    if candidate is not None:
+        base_meta, base_summary = sides.load_side(baseline, root)
+        found.notes += pair_notes(base_meta, found.candidate, force)
+        found.notes += sides.label_notes((baseline, candidate), root)
+        found.notes += run_notes(base_meta, "baseline")
+        found.baseline = base_meta
+        found.result = compare(base_summary, found.candidate_summary, rules)
+    return found
+
+
+def _verdict(
+    found: _Found,
+    checked: list[ThresholdResult],
+    verdict: Outcome,
+    as_json: bool,
+    markdown_file: Path | None,
+    junit_file: Path | None,
+) -> None:
+    """Print the verdict (Markdown or JSON) and write the files it goes to."""
+    if found.result is not None:
+        text = compare_md.comparison(
+            found.result, found.baseline, found.candidate, checked, verdict, found.notes
+        )
+    else:
+        text = compare_md.thresholds_only(found.candidate, checked, verdict, found.notes)
+    if as_json:
+        code = int(OUTCOME_CODES[verdict])
+        print_verdict_json(
+            found.result, found.baseline, found.candidate, checked, verdict, code, found.notes
+        )
+    else:
+        sys.stdout.write(text)
+    with errors():
+        if markdown_file is not None:
+            write_text(markdown_file, text)
+        if junit_file is not None:
+            write_text(junit_file, junit(found.result, checked))
+        summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_path:
+            write_text(Path(summary_path), text, append=True)
+
+
+@app.command()
+def report(
+    run_refs: Annotated[
+        list[str], typer.Argument(metavar="RUN...", help="Run directories, names or labels.")
+    ],
+    baseline_ref: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Compare every other run with this one (also a RUN)."),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Report folder (default: reports/<last run's name>)."),
+    ] = None,
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Write a Markdown report with charts (PNG and SVG) for one or more runs.
+
+    Latency by percentile (all runs overlaid), P95 per case with run-to-run ranges, throughput
+    and errors, tokens and cost per language, the adaptive limit over time and the sweep curve
+    when present; a table of numbers beside every chart, and with --baseline the comparison
+    of each run with it. Reads only meta.json and summary.json, so it is fast on large runs.
+    """
+    from perfbench.report import release
+
+    with errors():
+        runs = [release.load(ref, root) for ref in sweeps.with_levels(run_refs)]
+        baseline = release.load(baseline_ref, root) if baseline_ref else None
+        if baseline is not None:
+            runs = [r for r in runs if r.path.resolve() != baseline.path.resolve()]
+        last = Path(run_refs[-1])  # a sweep's report is named after the sweep
+        name = last.name if sweeps.is_sweep(last) else runs[-1].path.name if runs else ""
+        folder = out_dir or Path("reports") / name if runs else out_dir
+        if folder is None:
+            raise GateError("give at least one run besides --baseline")
+        path = release.build(runs, baseline, folder)
+    out.print(f"Report: [bold]{path}[/]", highlight=False)
+
+
+@app.command("export")
+def export_(
+    run_ref: RunArg,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="csv, parquet (needs pyarrow) or json (lines).")
+    ] = "csv",
+    out_path: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output file (default: samples.<ext> in the run dir)."),
+    ] = None,
+    phase: Annotated[str, typer.Option(help="measured, warmup or all.")] = "measured",
+    root: RootOpt = Path("runs"),
+) -> None:
+    """Write a run's samples as a table (one row per task) for notebooks and other tools.
+
+    From Python: `perfbench.export.load_run(path).samples()` gives the same pandas DataFrame.
+    """
+    from perfbench import export
+
+    if fmt not in export.FORMATS:
+        raise typer.BadParameter(f"--format is one of {', '.join(export.FORMATS)}")
+    if phase not in export.PHASES:
+        raise typer.BadParameter(f"--phase is one of {', '.join(export.PHASES)}")
+    with errors():
+        run = export.load_run(store.resolve_run(run_ref, root))
+        written = export.export(run, fmt, out_path, phase)
+    err.print(f"Wrote [bold]{written}[/]", highlight=False)
