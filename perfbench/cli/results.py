@@ -20,10 +20,12 @@ from perfbench.report import compare_md
 from perfbench.report.format import seconds
 from perfbench.report.junit import junit
 from perfbench.stats.comparable import pair_notes, run_notes
-from perfbench.stats.compare import BY_NAME, Comparison, compare
+from perfbench.stats.compare import BY_NAME, Comparison, Rules, compare
 from perfbench.stats.gate import Outcome, build_rules, outcome
+from perfbench.stats.summary import Summary
 from perfbench.stats.thresholds import ThresholdResult, check_thresholds, parse_threshold
 from perfbench.store import sides, sweeps
+from perfbench.store.documents import Meta
 
 RootOpt = Annotated[Path, typer.Option("--root", help="Folder that holds run directories.")]
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run directory, name or label.")]
@@ -191,14 +193,14 @@ def compare_(
 class _Found:
     """Both sides of a comparison, read back, and the comparison (None: thresholds only)."""
 
-    def __init__(self, candidate: tuple[dict[str, Any], dict[str, Any]], notes: list[str]) -> None:
+    def __init__(self, candidate: tuple[Meta, Summary], notes: list[str]) -> None:
         self.candidate, self.candidate_summary = candidate
         self.baseline: Mapping[str, Any] = self.candidate
         self.result: Comparison | None = None
         self.notes = notes
 
 
-def _sides(baseline: str, candidate: str | None, rules: Any, force: bool, root: Path) -> _Found:
+def _sides(baseline: str, candidate: str | None, rules: Rules, force: bool, root: Path) -> _Found:
     cand = sides.load_side(candidate or baseline, root)
     found = _Found(cand, list(run_notes(cand[0], "candidate")))
     if candidate is not None:

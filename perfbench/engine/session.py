@@ -24,8 +24,9 @@ from perfbench.load import Adaptive, Rate
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import Pricer
 from perfbench.stats.headroom import headroom
-from perfbench.stats.summary import Summarizer, headline
+from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
+from perfbench.store.documents import Meta
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
 from perfbench.targets import Target, open_target
@@ -37,8 +38,8 @@ SCHEMA = 1
 @dataclass
 class RunResult:
     run_dir: Path | None
-    meta: dict[str, Any]
-    summary: dict[str, Any]
+    meta: Meta
+    summary: Summary
 
     @property
     def interrupted(self) -> bool:
@@ -82,7 +83,7 @@ class Session:
         watch = [self.observer.sample] if self.observer.wants_samples() else []
         self.recorder = Recorder(self.summarizer, observers=watch, price=self._price)
         # Checked before any task runs (and outside the event loop, so errors stay plain).
-        self._resume_meta: dict[str, Any] | None = None
+        self._resume_meta: Meta | None = None
         self.resume = Resume()
         if resume and run_dir is not None:
             self._resume_meta, self.resume = self._resumed(run_dir)
@@ -163,11 +164,9 @@ class Session:
                     "history": aimd.history,
                     "converged_limit": aimd.converged(),
                 }
-            meta.update(
-                status=status,
-                finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                headline=headline(summary),
-            )
+            meta["status"] = status
+            meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            meta["headline"] = headline(summary)
             if run_dir is not None and self.recorder.writer is not None:
                 self.recorder.writer.close()
                 _best_effort(store.write_json, run_dir / store.SUMMARY, summary)
@@ -176,7 +175,7 @@ class Session:
             self.observer.run_finished(result)
         return result
 
-    def _headroom(self, summary: dict[str, Any]) -> dict[str, Any] | None:
+    def _headroom(self, summary: Summary) -> dict[str, Any] | None:
         """How much of this machine's calibrated ceiling the run used (None: not calibrated).
         HTTP targets only: an in-process target's own work is the client's, so there is no
         fixed ceiling to compare with; the CPU and loop-lag warnings cover it."""
@@ -187,9 +186,9 @@ class Session:
             return None
         return headroom(summary, self.plan.workers, ceiling)
 
-    def _resumed(self, run_dir: Path) -> tuple[dict[str, Any], Resume]:
+    def _resumed(self, run_dir: Path) -> tuple[Meta, Resume]:
         """Take up an interrupted run: keep every finished task, run only the rest."""
-        meta: dict[str, Any] = store.read_json(run_dir / store.META)
+        meta: Meta = store.read_json(run_dir / store.META)
         if meta["suite"]["digest"] != self.suite.digest:
             raise StoreError(
                 f"{run_dir} was measured with another version of the suite (digest "
@@ -213,7 +212,7 @@ class Session:
             Path(self.spec.out), self.suite.name, self.target.name, self.spec.label, started
         )
 
-    def _meta(self, run_dir: Path | None, started: datetime) -> dict[str, Any]:
+    def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
         return {
             "schema": SCHEMA,
             "id": run_dir.name if run_dir else None,

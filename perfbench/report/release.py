@@ -21,6 +21,8 @@ from perfbench.errors import StoreError
 from perfbench.report import charts, release_md
 from perfbench.stats.compare import Comparison, Rules, compare
 from perfbench.stats.histogram import US, decode, new_hdr
+from perfbench.stats.summary import Summary
+from perfbench.store.documents import Meta
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,8 @@ class RunData:
     """One run as the report needs it: its directory, meta and summary, and a short name."""
 
     path: Path
-    meta: dict[str, Any]
-    summary: dict[str, Any]
+    meta: Meta
+    summary: Summary
 
     @property
     def name(self) -> str:

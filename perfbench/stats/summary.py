@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample
 from perfbench.stats.histogram import Histogram
@@ -24,6 +24,19 @@ from perfbench.stats.histogram import Histogram
 SCHEMA = 1
 Metrics = dict[str, Any]
 LATE_S = 0.002  # an open-loop task that started this much after its schedule counts as late
+
+
+class Summary(TypedDict, total=False):
+    """summary.json (docs/metrics.md): what every report reads, typed."""
+
+    schema: int
+    warmup_tasks: int
+    runs: list[Metrics]  # one per measured run: window, overall, cases, languages, tags
+    across_runs: dict[str, Any]  # per scope and metric: median, min, max, n over the runs
+    pooled: Metrics  # every run's tasks together: distributions
+    histograms: dict[str, str]  # encoded HDR histograms per run and case
+    client: dict[str, Any]  # how busy perfbench was (loop lag, CPU, headroom)
+    adaptive: dict[str, Any]  # the AIMD limit's history and where it settled
 
 
 @dataclass
@@ -298,7 +311,7 @@ class Summarizer:
         else:
             mine.merge(scopes)
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> Summary:
         for run in list(self._open):
             self.close_run(run)
         runs = [self._done[r] for r in sorted(self._done)]
@@ -314,7 +327,7 @@ class Summarizer:
         }
 
 
-def summarize(samples: Iterable[Sample], timeouts: Mapping[str, float]) -> dict[str, Any]:
+def summarize(samples: Iterable[Sample], timeouts: Mapping[str, float]) -> Summary:
     """The summary of a finished set of samples (what a run directory's samples.jsonl holds)."""
     summarizer = Summarizer(timeouts)
     for s in samples:

@@ -15,12 +15,14 @@ import fnmatch
 import os
 import re
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfbench.errors import StoreError
+from perfbench.store.documents import Meta, Owner
 from perfbench.store.files import (
     SAMPLES,
     SampleWriter,
@@ -30,10 +32,14 @@ from perfbench.store.files import (
     write_json,
 )
 
+if TYPE_CHECKING:
+    from perfbench.stats.summary import Summary
+
 __all__ = [
     "META",
     "SAMPLES",
     "SUMMARY",
+    "Meta",
     "RunInfo",
     "SampleWriter",
     "compact_samples",
@@ -91,7 +97,7 @@ def make_dir(path: Path) -> None:
 @dataclass(frozen=True)
 class RunInfo:
     path: Path
-    meta: dict[str, Any]
+    meta: Meta
 
 
 def list_runs(root: Path) -> list[RunInfo]:
@@ -128,11 +134,11 @@ def match_runs(pattern: str, root: Path) -> list[Path]:
     ]
 
 
-def read_summary(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
+def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
     """A run's summary.json; for a run killed before writing one, the summary recomputed from
     samples.jsonl (what was measured counts, a torn last line is dropped)."""
     if (run_dir / SUMMARY).is_file():
-        summary: dict[str, Any] = read_json(run_dir / SUMMARY)
+        summary: Summary = read_json(run_dir / SUMMARY)
         return summary
     from perfbench.stats.summary import (
         summarize,  # only here: stats is not needed to write a run
@@ -142,21 +148,21 @@ def read_summary(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return summarize(read_samples(run_dir), timeouts)
 
 
-def owner() -> dict[str, Any]:
+def owner() -> Owner:
     """Which process is writing a run (machine and pid), so a reader can tell a run that is
     still going from one whose process was killed."""
     return {"hostname": socket.gethostname(), "pid": os.getpid()}
 
 
-def read_meta(run_dir: Path) -> dict[str, Any]:
+def read_meta(run_dir: Path) -> Meta:
     """A run's meta.json for readers (show, compare, report): its status as ``status`` tells
     it, so a run whose process was killed is not called running."""
-    meta: dict[str, Any] = read_json(run_dir / META)
+    meta: Meta = read_json(run_dir / META)
     meta["status"] = status(meta)
     return meta
 
 
-def status(meta: dict[str, Any]) -> str:
+def status(meta: Mapping[str, Any]) -> str:
     """The run's status for people: a run still marked running whose process is gone from
     this machine was killed, and is said to be so."""
     recorded = str(meta.get("status", "?"))

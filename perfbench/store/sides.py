@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from perfbench import store
 from perfbench.errors import GateError, StoreError
-from perfbench.stats.summary import across_runs
+from perfbench.stats.summary import Summary, across_runs
+from perfbench.store.documents import Meta
 
 
-def load_run(ref: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def load_run(ref: str, root: Path) -> tuple[Path, Meta, Summary]:
     """A run's directory, meta and summary; the summary is recomputed from samples.jsonl when
     the run was killed before writing it."""
     run_dir = store.resolve_run(ref, root)
@@ -21,7 +21,7 @@ def load_run(ref: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, Any]
     return run_dir, meta, store.read_summary(run_dir, meta)
 
 
-def load_side(ref: str, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def load_side(ref: str, root: Path) -> tuple[Meta, Summary]:
     """One side of a comparison: a run, or with a shell pattern (``'base-*'``) every matching
     run directory, their runs pooled as one side's repetitions."""
     if not any(ch in ref for ch in "*?["):
@@ -35,12 +35,10 @@ def load_side(ref: str, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise GateError(f"the runs matching '{ref}' measured different suites")
     runs = [run for _, summary in loaded for run in summary["runs"]]
     unfinished = [m["status"] for m, _ in loaded if m.get("status") != "completed"]
-    meta = {
-        **loaded[0][0],
-        "id": f"{ref} ({len(dirs)} run directories)",
-        "label": None,
-        "status": unfinished[0] if unfinished else "completed",
-    }
+    meta = loaded[0][0].copy()
+    meta["id"] = f"{ref} ({len(dirs)} run directories)"
+    meta["label"] = None
+    meta["status"] = unfinished[0] if unfinished else "completed"
     return meta, {"runs": runs, "across_runs": across_runs(runs)}
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from perfbench import store
 from perfbench.errors import StoreError
+from perfbench.stats.summary import Summary
 
 PLAN_FILE = "sweep-plan.json"
 
@@ -42,7 +43,7 @@ def read_plan(path: Path) -> dict[str, Any]:
     return how
 
 
-def finished(run_dir: Path) -> dict[str, Any] | None:
+def finished(run_dir: Path) -> Summary | None:
     """The summary of a level a previous process completed, else None."""
     meta_path = run_dir / store.META
     if not meta_path.is_file():
@@ -50,8 +51,7 @@ def finished(run_dir: Path) -> dict[str, Any] | None:
     meta = store.read_json(meta_path)
     if meta.get("status") != "completed":
         return None
-    summary: dict[str, Any] = store.read_summary(run_dir, meta)
-    return summary
+    return store.read_summary(run_dir, meta)
 
 
 def resumable(run_dir: Path, open_loop: bool) -> bool:

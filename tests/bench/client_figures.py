@@ -45,7 +45,7 @@ from perfbench import host
 from perfbench.engine.session import Session
 from perfbench.spec import AUTO_RAMP_PER_SLOT, Plan, RunSpec, TargetSpec
 from perfbench.suite import load_suite
-from tests.conftest import CASES, mock_process
+from tests.helpers import CASES, mock_process
 
 MODELS = "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
 SHORT = "ttft_ms: 0\nitl_ms: 0\noutput_chars: 4\n" + MODELS

@@ -24,7 +24,7 @@ from perfbench.engine.session import Session
 from perfbench.sample import Sample
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import load_suite
-from tests.conftest import CASES
+from tests.helpers import CASES
 
 EVERY = 50_000
 

@@ -20,7 +20,7 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store import SampleWriter
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
-from tests.conftest import write_suite
+from tests.helpers import write_suite
 
 ONE_CASE = """
 cases:

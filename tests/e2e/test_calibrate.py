@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perfbench.store import machine
-from tests.conftest import CASES, cli
+from tests.helpers import CASES, cli
 
 
 def _env(tmp: Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from perfbench import store
-from tests.conftest import CASES, cli
+from tests.helpers import CASES, cli
 
 HELD_S = 0.05
 

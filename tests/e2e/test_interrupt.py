@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import CASES
+from tests.helpers import CASES
 
 SLOW = """
 name: slow

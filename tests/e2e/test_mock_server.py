@@ -21,7 +21,7 @@ import pytest
 
 from perfbench.mock.profile import Profile, load_profile
 from perfbench.mock.server import MockServer, serve_in_thread
-from tests.conftest import mock_process
+from tests.helpers import mock_process
 
 TOOLS_OPENAI = [
     {

@@ -21,7 +21,7 @@ from perfbench.targets.anthropic_messages import AnthropicMessages
 from perfbench.targets.chat import ChatApi
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy
-from tests.conftest import mock_process, write_suite
+from tests.helpers import mock_process, write_suite
 
 PROFILE = """
 ttft_ms: 50

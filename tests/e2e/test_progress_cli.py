@@ -15,7 +15,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfbench.cli import app
-from tests.conftest import CASES
+from tests.helpers import CASES
 
 QUICK = """
 name: quick

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perfbench.cli import ExitCode, app
-from tests.conftest import CASES
 from tests.e2e.test_compare_cli import make_run
+from tests.helpers import CASES
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfbench.cli import app
-from tests.conftest import CASES, cli, perfbench
+from tests.helpers import CASES, cli, perfbench
 
 PROFILE = """
 name: quick

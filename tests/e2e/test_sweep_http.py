@@ -14,7 +14,7 @@ from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level
 from perfbench.suite import load_suite
 from perfbench.targets.registry import TargetOptions, resolve
-from tests.conftest import write_suite
+from tests.helpers import write_suite
 
 PROFILE = """
 ttft_ms: 200

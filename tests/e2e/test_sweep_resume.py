@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from perfbench.store.sweeps import resumable
-from tests.conftest import CASES, cli, perfbench
+from tests.helpers import CASES, cli, perfbench
 
 PROFILE = """
 name: quick

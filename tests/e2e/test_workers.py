@@ -18,7 +18,7 @@ import pytest
 from perfbench import store
 from perfbench.stats.summary import summarize
 from perfbench.suite import load_suite
-from tests.conftest import CASES, cli, perfbench
+from tests.helpers import CASES, cli, perfbench
 
 PACED = """
 name: paced

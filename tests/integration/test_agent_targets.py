@@ -26,7 +26,7 @@ from perfbench.suite import Case, Suite, load_suite
 from perfbench.targets.agent_result import AgentMapping, MalformedResult, parse_agent_result
 from perfbench.targets.http_agent import HttpAgent
 from perfbench.targets.python_callable import PythonCallable, load_callable
-from tests.conftest import write_suite
+from tests.helpers import write_suite
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from perfbench.sample import Phase, Sample
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
-from tests.conftest import CASES, fixed_profile
+from tests.helpers import CASES, fixed_profile
 
 
 class Recording(RunObserver):

@@ -6,7 +6,7 @@ import httpx
 from typer.testing import CliRunner
 
 from perfbench.cli import app
-from tests.conftest import mock_process
+from tests.helpers import mock_process
 
 
 def test_mock_profiles_lists_the_shipped_ones() -> None:

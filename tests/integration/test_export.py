@@ -28,7 +28,7 @@ from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import load_pricer
 from perfbench.suite import load_suite
 from perfbench.targets.mock import MockAgent
-from tests.conftest import CASES, fixed_profile
+from tests.helpers import CASES, fixed_profile
 
 RUNS, WARMUP, REPEAT = 3, 1, 2
 KEYS = ["phase", "run", "case", "iteration"]

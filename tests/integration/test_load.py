@@ -21,7 +21,7 @@ from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.mock import MockAgent
 from perfbench.task import Task
-from tests.conftest import fixed_profile, write_suite
+from tests.helpers import fixed_profile, write_suite
 
 ONE = "cases:\n  - {id: c, language: en, input: hello, timeout_s: 30}\n"
 

@@ -33,7 +33,7 @@ from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.anthropic_messages import AnthropicMessages
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy, server_wait
-from tests.conftest import write_suite
+from tests.helpers import write_suite
 
 pytestmark = pytest.mark.anyio
 

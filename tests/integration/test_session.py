@@ -16,7 +16,7 @@ from perfbench.spec import Plan, RunSpec
 from perfbench.stats.summary import summarize
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent
-from tests.conftest import CASES, fixed_profile
+from tests.helpers import CASES, fixed_profile
 
 
 @pytest.mark.anyio

@@ -17,7 +17,7 @@ from perfbench.engine.session import Session
 from perfbench.errors import StoreError
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import Suite
-from tests.conftest import CASES
+from tests.helpers import CASES
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 

@@ -13,7 +13,7 @@ from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level, StopRule, kneedle, usl, verdict
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.mock import MockAgent
-from tests.conftest import fixed_profile, write_suite
+from tests.helpers import fixed_profile, write_suite
 
 ONE = "cases:\n  - {id: c, language: en, input: hello, timeout_s: 30}\n"
 
