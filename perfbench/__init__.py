@@ -22,13 +22,9 @@ CLI and worker processes.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("perfbench")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+from perfbench.version import __version__
 
 _EXPORTS = {
     "api": "perfbench.api",
@@ -38,10 +34,10 @@ _EXPORTS = {
     "SweepSpec": "perfbench.spec",
     "TargetSpec": "perfbench.spec",
     "RunObserver": "perfbench.engine.observer",
-    "RunResult": "perfbench.engine.session",
+    "RunResult": "perfbench.engine.results",
     "Session": "perfbench.engine.session",
     "Sweep": "perfbench.engine.sweep",
-    "SweepResult": "perfbench.engine.sweep",
+    "SweepResult": "perfbench.engine.results",
     "Case": "perfbench.suite",
     "Suite": "perfbench.suite",
     "load_suite": "perfbench.suite",
@@ -80,8 +76,9 @@ __all__ = [
 if TYPE_CHECKING:
     from perfbench import api
     from perfbench.engine.observer import RunObserver
-    from perfbench.engine.session import RunResult, Session
-    from perfbench.engine.sweep import Sweep, SweepResult
+    from perfbench.engine.results import RunResult, SweepResult
+    from perfbench.engine.session import Session
+    from perfbench.engine.sweep import Sweep
     from perfbench.errors import PerfbenchError
     from perfbench.export import load_run
     from perfbench.sample import Sample, Step

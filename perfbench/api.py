@@ -23,8 +23,9 @@ import anyio.abc
 
 from perfbench import host, store
 from perfbench.engine.observer import RunObserver
-from perfbench.engine.session import RunResult, Session
-from perfbench.engine.sweep import Sweep, SweepResult
+from perfbench.engine.results import RunResult, SweepResult
+from perfbench.engine.session import Session
+from perfbench.engine.sweep import Sweep
 from perfbench.errors import StoreError
 from perfbench.spec import RunSpec, SweepSpec
 from perfbench.store import sweeps

@@ -86,8 +86,7 @@ def _edges() -> dict[str, set[str]]:
     for module, path in MODULES.items():
         for _, name in _imports(path, typing_only=False):
             target = _resolve(name)
-            # The root package is the public face: it re-exports (lazily), it is not a layer.
-            if target is not None and target != module and target != "perfbench":
+            if target is not None and target != module:
                 graph[module].add(target)
     return graph
 

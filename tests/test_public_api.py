@@ -56,7 +56,7 @@ def test_importing_the_package_loads_none_of_the_engine() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert loaded.stdout.strip() == "['perfbench']"
+    assert loaded.stdout.strip() == "['perfbench', 'perfbench.version']"
 
 
 def test_the_agent_import_docs_showed_before_the_split_still_works() -> None:

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from perfbench import __version__
 from perfbench.cli.output import out
+from perfbench.version import __version__
 
 
 class ExitCode(IntEnum):

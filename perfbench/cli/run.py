@@ -15,8 +15,7 @@ from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
 from perfbench.cli.output import err, errors, out, print_result
-from perfbench.engine.session import RunResult
-from perfbench.engine.sweep import SweepResult
+from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds

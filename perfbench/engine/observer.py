@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from perfbench.sample import Phase, Sample
 
 if TYPE_CHECKING:
-    from perfbench.engine.session import RunResult
+    from perfbench.engine.results import RunResult
     from perfbench.stats.knee import Level
 
 

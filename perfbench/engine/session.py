@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, host, store
+from perfbench import host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.engine.fleet import Fleet
 from perfbench.engine.observer import RunObserver, wants
+from perfbench.engine.results import RunResult
 from perfbench.engine.resume import Resume
 from perfbench.engine.runner import Runner
 from perfbench.errors import PerfbenchError, StoreError, reason
@@ -31,19 +32,9 @@ from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite
 from perfbench.targets import Target, open_target
 from perfbench.targets.registry import path_kind
+from perfbench.version import __version__
 
 SCHEMA = 1
-
-
-@dataclass
-class RunResult:
-    run_dir: Path | None
-    meta: Meta
-    summary: Summary
-
-    @property
-    def interrupted(self) -> bool:
-        return bool(self.meta["status"] == "interrupted")
 
 
 class Session:

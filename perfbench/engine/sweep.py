@@ -11,31 +11,23 @@ cannot be continued) after moving the partial one aside to ``level-<N>.partial-<
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from perfbench import store
 from perfbench.engine.observer import RunObserver
+from perfbench.engine.results import SweepResult
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
 from perfbench.report.sweep_md import markdown
-from perfbench.spec import SweepPlan, SweepSpec
+from perfbench.spec import SweepSpec
 from perfbench.stats.knee import Level, analyse, bisect, level_of, verdict
 from perfbench.store.sweeps import PLAN_FILE, finished, level_dir, resumable
 from perfbench.suite import Suite
 from perfbench.targets import Target
 
 TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
-
-
-@dataclass
-class SweepResult:
-    path: Path
-    levels: list[Level]
-    findings: dict[str, Any]
-    plan: SweepPlan
 
 
 class Sweep:

@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from perfbench import __version__, host
+from perfbench import host
 from perfbench.errors import StoreError
 from perfbench.store.files import read_json, write_json
+from perfbench.version import __version__
 
 
 def path() -> Path:

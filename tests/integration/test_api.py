@@ -15,7 +15,8 @@ from perfbench import api
 from perfbench.cli import app
 from perfbench.cli.options import OUTPUT, PASSES, TARGET
 from perfbench.engine.observer import Engine, RunObserver
-from perfbench.engine.session import RunResult, Session
+from perfbench.engine.results import RunResult
+from perfbench.engine.session import Session
 from perfbench.sample import Phase, Sample
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.suite import Suite
