@@ -33,6 +33,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/client_figures.py
 	$(PY) tests/bench/memory_1m.py
 	$(PY) tests/bench/report_scale.py
+	$(PY) tests/bench/rate_limits.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks

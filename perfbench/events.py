@@ -13,7 +13,8 @@ ISO 8601) and ``elapsed_s``):
 - ``task_finished``: ``phase``, ``run``, ``case``, ``iteration``, ``status``, ``latency_s``,
   ``ttft_s``, ``tokens_in``, ``tokens_out``, ``error_kind``
 - ``progress``: the :meth:`Progress.snapshot` fields (``done``, ``planned``, ``ok``,
-  ``errors``, ``rate_limited``, ``tasks_per_s``, ``concurrency``, ``limit``,
+  ``errors``, ``rate_limited`` (tasks that ended refused), ``answers_429`` (429 answers, retried
+  or not), ``tasks_per_s``, ``concurrency``, ``limit``,
   ``p50_s``/``p95_s`` (provisional), ``eta_s``)
 - ``level_finished`` (sweeps): ``level``, ``throughput``, ``p95_s``, ``error_rate``,
   ``throttle_rate``, ``run_id`` of the level
@@ -72,6 +73,7 @@ class Progress(RunObserver):
         self.planned: int | None = None
         self.counts = dict.fromkeys(STATUSES, 0)
         self.done = 0
+        self.answers_429 = 0  # 429 answers (a task retried three times counts three)
         self.concurrency = 0
         self.latency = Histogram()
         self.t0 = clock()
@@ -93,7 +95,7 @@ class Progress(RunObserver):
     def started(self, meta: dict[str, Any]) -> None:
         """A run begins: counting starts afresh (a sweep reuses one Progress per level)."""
         self.counts = dict.fromkeys(STATUSES, 0)
-        self.done, self.concurrency = 0, 0
+        self.done, self.concurrency, self.answers_429 = 0, 0, 0
         self.latency = Histogram()
         self.t0 = self.clock()
         self._next = self.t0 + self.every
@@ -108,6 +110,7 @@ class Progress(RunObserver):
     def sample(self, s: Sample) -> None:
         self.done += 1
         self.counts[s.status] += 1
+        self.answers_429 += s.throttled
         self.concurrency = s.concurrency
         if s.status == "ok" and s.phase == "measured":
             self.latency.add(s.end - s.start)
@@ -145,6 +148,7 @@ class Progress(RunObserver):
             "ok": self.counts["ok"],
             "errors": self.counts["error"] + self.counts["timeout"],
             "rate_limited": self.counts["rate_limited"],
+            "answers_429": self.answers_429,
             "tasks_per_s": rate,
             "concurrency": self._concurrency(),
             "limit": self.limit(),
@@ -279,7 +283,7 @@ def describe(snap: Snapshot) -> str:
         f"{rate:.1f}/s" if rate else "–/s",
         f"in flight {snap['concurrency']}{limit}",
         f"errors {snap['errors']}",
-        f"429s {snap['rate_limited']}",
+        f"refused {snap['rate_limited']} (429 answers {snap['answers_429']})",
     ]
     if snap["p50_s"] is not None:
         parts.append(

@@ -1,5 +1,6 @@
 """What a run is, in one serialisable description: ``RunSpec`` (and ``SweepSpec`` for a sweep,
-``TargetSpec`` for what is measured, ``Plan`` for passes and load).
+``TargetSpec`` for what is measured (the registry's own input, re-exported here), ``Plan`` for
+passes and load).
 
 The CLI builds a spec from its flags (or a library caller builds one); it round-trips through
 the run directory (meta.json ``spec``; sweep-plan.json for a sweep), and everything that
@@ -21,12 +22,15 @@ from perfbench.errors import StoreError
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.sample import Phase
 from perfbench.stats.knee import StopRule
+from perfbench.targets.registry import TargetSpec
 
 if TYPE_CHECKING:
     from perfbench.stats.cost import Pricer
     from perfbench.suite import Suite
     from perfbench.targets import Target
-    from perfbench.targets.registry import TargetOptions
+
+__all__ = ["AUTO_RAMP_PER_SLOT", "Plan", "RunSpec", "SweepPlan", "SweepSpec", "TargetSpec",
+           "auto_workers"]  # fmt: skip
 
 AUTO_RAMP_PER_SLOT = 0.001  # seconds between two slot starts in one worker process
 
@@ -99,39 +103,6 @@ class SweepPlan:
     bisect_steps: int = 4
     slo: tuple[str, float] | None = None  # ("p95", 2.0)
     workers: int = 0  # processes per level; 0: chosen per level (auto_workers)
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What to measure: a target string (``perfbench run --help`` lists them) and how to talk
-    to it. Sized per run: the connections come from the plan (``build``)."""
-
-    target: str = "mock+http"
-    base_url: str | None = None
-    api_key_env: str | None = None  # the variable holding the key; never the key itself
-    stream: bool = True
-    retries: int = 3
-    check_tokens: bool = False
-
-    def options(self, concurrency: int, seed: int, server_url: str | None = None) -> TargetOptions:
-        from perfbench.targets.registry import TargetOptions
-
-        return TargetOptions(
-            base_url=self.base_url,
-            api_key_env=self.api_key_env,
-            stream=self.stream,
-            concurrency=concurrency,
-            seed=seed,
-            retries=self.retries,
-            check_tokens=self.check_tokens,
-            server_url=server_url,
-        )
-
-    def build(self, concurrency: int, seed: int, server_url: str | None = None) -> Target:
-        """The target, with clients for ``concurrency`` tasks in flight (0: no limit)."""
-        from perfbench.targets.registry import resolve
-
-        return resolve(self.target, self.options(concurrency, seed, server_url))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -38,6 +38,9 @@ class Task:
     retries: int = 0
     throttled: int = 0
     retry_after: float | None = None
+    # Told of each 429 answer as it arrives (the engine's adaptive controller), not at the end.
+    on_refusal: Callable[[float, float | None], None] | None = None
+    told: int = 0  # 429s on_refusal was told of
     _open: Step | None = None  # the step in progress, closed by a failed sample
     _gaps: int = 0
     _gap_sum: float = 0.0
@@ -48,6 +51,19 @@ class Task:
 
     def now(self) -> float:
         return self.clock() - self.t0
+
+    def time_left(self) -> float:
+        """Seconds until the case's ``timeout_s`` ends this task."""
+        return self.case.timeout_s - (self.now() - self.start)
+
+    def refused(self, retry_after: float | None) -> None:
+        """A 429 answer arrived, asking to wait ``retry_after`` seconds (None: it did not say):
+        counted on the task, and told to the engine now, whether or not a retry follows."""
+        self.throttled += 1
+        self.retry_after = retry_after
+        if self.on_refusal is not None:
+            self.told += 1
+            self.on_refusal(self.now(), retry_after)
 
     def rng(self, stream: str = "") -> random.Random:
         """A generator derived from (seed, case, phase, run, iteration, stream) alone, so the same

@@ -18,6 +18,7 @@ import typer
 
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.spec import Plan, TargetSpec, auto_workers
+from perfbench.targets.retry import MAX_WAIT_S
 
 Flags = Mapping[str, Any]
 
@@ -52,6 +53,10 @@ TARGET = (
           help="Stream replies (TTFT needs it)."),
     _flag("retries", 3, int, min=0, panel=_T,
           help="Retries of a 429/5xx answer, waiting as the server asks."),
+    _flag("max_retry_wait", MAX_WAIT_S, float, min=0, panel=_T,
+          help="Seconds a retry may wait for (what the server asks, or a backoff): a longer "
+          "ask, or one past what the case's timeout_s leaves, ends the task as refused at once "
+          "instead of waiting it out."),
     _flag("check_tokens", False, bool, panel=_T,
           help="Also count output tokens offline when the API reports usage, to show the "
           "discrepancy (costs client CPU per call)."),

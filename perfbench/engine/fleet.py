@@ -53,6 +53,7 @@ from perfbench.engine.messages import (
     Limit,
     PassDone,
     Ready,
+    Refused,
     Samples,
     Start,
     Stop,
@@ -268,6 +269,9 @@ class Fleet:
             match message:
                 case Samples(lines, count):
                     self._samples(lines, count, w.index)
+                case Refused(at, retry_after) if self.aimd is not None:
+                    self.aimd.refused(at, retry_after)
+                    self._limits_may_change()
                 case PassDone(phase, run, scopes):
                     self._reports.setdefault((phase, run), []).append(scopes)
                     self._tell()
@@ -294,7 +298,10 @@ class Fleet:
             self._in_flight[index] = sample.concurrency
             self.recorder.observe(sample)
             if self.aimd is not None and sample.status != "cancelled":
-                self.aimd.observe(sample)
+                self.aimd.observe(sample, heard=sample.throttled)  # each 429 came as Refused
+        self._limits_may_change()
+
+    def _limits_may_change(self) -> None:
         changed = self.aimd is not None and (self.aimd.limit, self.aimd.hold_until) != self._limits
         if changed and self._limits_changed is not None:
             self._limits_changed.set()

@@ -3,8 +3,8 @@
 Frames on the Unix socket are a 4-byte length and a pickle of one of the dataclasses below;
 both ends ``match`` on the class, so mypy checks what each message carries.
 
-    worker → parent   Hello (once, on connecting), Ready, Samples…, PassDone per pass, Done
-                      (or Failed)
+    worker → parent   Hello (once, on connecting), Ready, Samples… and Refused… (adaptive),
+                      PassDone per pass, Done (or Failed)
     parent → worker   Start (once), Go per pass, Limit (adaptive), Stop
 """
 
@@ -52,6 +52,14 @@ class Samples:
 
     lines: bytes
     count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Adaptive: a 429 answer arrived in this worker at ``at`` (run time), as it arrived."""
+
+    at: float
+    retry_after: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,7 @@ class Stop:
     """Stop now: tasks in flight are cancelled and recorded as such."""
 
 
-FromWorker = Hello | Ready | Samples | PassDone | Done | Failed
+FromWorker = Hello | Ready | Samples | Refused | PassDone | Done | Failed
 ToWorker = Start | Go | Limit | Stop
 
 

@@ -46,6 +46,7 @@ PassHook = Callable[[Phase, int, int], None]
 # Called at the start of every pass (worker processes wait here for the parent's go); returns
 # the pass's start time on the runner's clock, shared by every worker's open-loop schedule.
 PassGate = Callable[[Phase, int], Awaitable[float | None]]
+Refusals = Callable[[float, float | None], None]  # a 429 at (run time), asking (s) or None
 
 
 class Runner:
@@ -71,6 +72,7 @@ class Runner:
         origin: float | None = None,
         go: PassGate | None = None,
         follower: bool = False,
+        refusals: Refusals | None = None,
     ) -> None:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.clock = clock
@@ -78,6 +80,10 @@ class Runner:
         self.resume = resume or Resume()
         self.share = share or Share()
         self.origin, self.go, self.follower = origin, go, follower
+        # Adaptive: each 429 answer, as it arrives: this runner's AIMD hears it, or (a worker
+        # process) the parent's, through ``refusals``.
+        adaptive = isinstance(plan.load, Adaptive)
+        self._refusals = (refusals if follower else self._refused) if adaptive else None
         self._places = {case.id: k for k, case in enumerate(suite.cases)}
         self.concurrency = self.share.split(plan.concurrency)
         self.in_flight = 0
@@ -246,16 +252,17 @@ class Runner:
         task.scheduled = intended - self.t0
         try:
             with anyio.move_on_after(case.timeout_s):
-                self._finish(await self._attempt(task))
+                self._finish(await self._attempt(task), task)
                 return
             timeout = case.timeout_s
             self._finish(
                 task.sample(
                     "timeout", error_kind="timeout", error=f"no result within {timeout:g} s"
-                )
+                ),
+                task,
             )
         except anyio.get_cancelled_exc_class():
-            self._finish(task.sample("cancelled", error_kind="cancelled"))
+            self._finish(task.sample("cancelled", error_kind="cancelled"), task)
             raise
 
     async def _worker(
@@ -282,8 +289,8 @@ class Runner:
                             # The old deadline is left in place until the next task sets its
                             # own (one timer reset per task, not two): if it fires in between,
                             # ``task`` is None and the loop just carries on.
-                            task = None
-                            self._finish(sample)
+                            done, task = task, None
+                            self._finish(sample, done)
                         finally:
                             if self._limiter is not None:
                                 self._limiter.release()
@@ -294,12 +301,13 @@ class Runner:
                     self._finish(
                         task.sample(
                             "timeout", error_kind="timeout", error=f"no result within {timeout:g} s"
-                        )
+                        ),
+                        task,
                     )
                     task = None
         except anyio.get_cancelled_exc_class():
             if task is not None:
-                self._finish(task.sample("cancelled", error_kind="cancelled"))
+                self._finish(task.sample("cancelled", error_kind="cancelled"), task)
             raise
 
     async def _respect_hold(self) -> None:
@@ -312,17 +320,31 @@ class Runner:
         task = Task(case, phase, run, iteration, self.plan.seed, self.clock, self.t0)
         self.in_flight += 1
         task.concurrency = self.in_flight
+        task.on_refusal = self._refusals
         task.begin()
         return task
 
-    def _finish(self, sample: Sample) -> None:
+    def _finish(self, sample: Sample, task: Task) -> None:
         self.in_flight -= 1
         self.recorder.record(sample)
         self.collector.task_done()
-        if self.aimd is not None and not self.follower and sample.status != "cancelled":
-            limit = self.aimd.observe(sample)
-            if self._limiter is not None:
-                self._limiter.set(limit)
+        if self.aimd is None or sample.status == "cancelled":
+            return
+        if self.follower:  # the parent's controller decides; tell it of 429s not yet told
+            if self._refusals is not None:
+                for _ in range(sample.throttled - task.told):
+                    self._refusals(sample.end, sample.retry_after)
+            return
+        self._limit(self.aimd.observe(sample, heard=task.told))
+
+    def _refused(self, at: float, retry_after: float | None) -> None:
+        """A 429 arrived in one of this runner's tasks (the leader's AIMD hears it now)."""
+        assert self.aimd is not None
+        self._limit(self.aimd.refused(at, retry_after))
+
+    def _limit(self, limit: int) -> None:
+        if self._limiter is not None:
+            self._limiter.set(limit)
 
     def set_limit(self, limit: int, hold_until: float) -> None:
         """A follower's share of the coordinated limit, and the parent's hold (run time)."""

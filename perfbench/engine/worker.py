@@ -27,6 +27,7 @@ from perfbench.engine.messages import (
     Limit,
     PassDone,
     Ready,
+    Refused,
     Samples,
     Start,
     Stop,
@@ -179,6 +180,7 @@ async def _work(start: Start, link: _Link) -> None:
         origin=start.origin,
         go=link.go,
         follower=isinstance(plan.load, Adaptive),  # the parent's controller sets the limit
+        refusals=lambda at, retry_after: link.post(Refused(at, retry_after)),
     )
 
     async with anyio.create_task_group() as tg:

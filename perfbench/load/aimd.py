@@ -4,8 +4,12 @@ Slow start: the limit doubles after each clean round (``limit`` successful tasks
 under the current limit) until the first rate-limit episode. Then each episode multiplies the
 limit by ``decrease`` once, and for ``max(cooldown_s, Retry-After)`` nothing new starts and the
 limit does not grow; then growth resumes one step per clean round. Other failures (5xx,
-timeouts) reset the round: they pause growth but are not rate limits. Pure: samples in, limit
-out; the runner applies the limit and the hold."""
+timeouts) reset the round: they pause growth but are not rate limits.
+
+A 429 is heard when it arrives (``refused``), not when its task ends: a task that retries after
+a backoff ended much later, and meanwhile the others finished clean and slow start doubled the
+limit past the server's. A later 429 of the same episode that asks a longer wait extends the
+hold. Pure: 429s and samples in, limit out; the runner applies the limit and the hold."""
 
 from __future__ import annotations
 
@@ -30,15 +34,25 @@ class Aimd:
         self.limit = max(1, min(self.shape.start, self.shape.maximum))
         self.history.append((0.0, self.limit))  # sample times count from the run's start
 
-    def observe(self, sample: Sample) -> int:
-        """Update on one finished task; returns the (possibly new) limit."""
+    def refused(self, now: float, retry_after: float | None) -> int:
+        """A 429 answer arrived at ``now`` (run time), asking to wait ``retry_after``."""
+        if now >= self._hold_until:  # a new episode
+            self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
+            self.slow_start = False
+            self._hold_until = now + self.shape.cooldown_s
+        if retry_after:
+            self._hold_until = max(self._hold_until, now + retry_after)
+        return self.limit
+
+    def observe(self, sample: Sample, heard: int = 0) -> int:
+        """Update on one finished task; returns the (possibly new) limit. ``heard``: how many
+        of its 429s ``refused`` was already told of (the rest count now, at its end)."""
         now = sample.end
+        untold = sample.throttled - heard
+        if untold > 0 or (sample.status == "rate_limited" and not sample.throttled):
+            self.refused(now, sample.retry_after)
         if sample.throttled or sample.status == "rate_limited":
-            if now >= self._hold_until:  # a new episode
-                self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
-                self.slow_start = False
-                wait = max(self.shape.cooldown_s, sample.retry_after or 0.0)
-                self._hold_until = now + wait
+            self._clean = 0
             return self.limit
         if sample.status != "ok":
             self._clean = 0

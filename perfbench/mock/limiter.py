@@ -78,7 +78,8 @@ class Limiter:
             self.in_flight += 1
             return self._quota(True, 0.0, "")
         reason, wait = refusal
-        return self._quota(False, wait, reason)
+        fixed = self.limits.retry_after_s
+        return self._quota(False, wait if fixed is None else fixed, reason)
 
     def release(self) -> None:
         self.in_flight -= 1

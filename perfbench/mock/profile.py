@@ -90,6 +90,9 @@ class RateLimits(_Strict):
     tokens_per_minute: float | None = Field(default=None, gt=0)
     concurrent: int | None = Field(default=None, ge=1)
     burst_s: float = Field(default=1.0, gt=0)
+    # The wait every refusal asks, whatever the limit's own (as LLM routers answer 60 by
+    # default); None: the time until the request could pass.
+    retry_after_s: float | None = Field(default=None, ge=0, le=3600)
 
 
 FAULT_KINDS = ("error_500", "error_503", "stall", "reset", "truncate", "malformed")

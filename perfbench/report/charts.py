@@ -226,9 +226,9 @@ def sweep_chart(levels: list[Level], knee: float | None, path_stem: Path, unit: 
         [100 * max(v.throttle_rate, v.error_rate) for v in levels],
         marker="^",
         color="tab:red",
-        label="429s or errors (% of tasks)",
+        label="errors (% of tasks) or 429 answers (per 100 tasks)",
     )
-    bottom.set_ylabel("% of tasks")
+    bottom.set_ylabel("% of tasks / per 100 tasks")
     bottom.set_xlabel(unit)
     bottom.set_xscale("log", base=2)
     bottom.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
@@ -343,8 +343,8 @@ def throughput_errors(
     shown, gaps = _bars(right, rates, gid="rate")
     for container in shown.values():
         right.bar_label(container, fmt="{:.1f}", fontsize=7, padding=1)
-    right.set_xticks([0, 1], ["errors", "429 (throttled)"])
-    right.set_ylabel("% of tasks")
+    right.set_xticks([0, 1], ["errors (% of tasks)", "429 answers (per 100 tasks)"])
+    right.set_ylabel("% of tasks / per 100 tasks")
     for ax, drawn, absent in ((left, done, missing), (right, shown, gaps)):
         ax.set_xlim(-0.5, len(ax.get_xticks()) - 0.5)
         ax.set_ylim(bottom=0)

@@ -167,7 +167,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     if "error_rate" in overall:
         parts.append(f"errors {overall['error_rate']['median']:.1%}")
     if overall.get("throttle_rate", {}).get("max"):
-        parts.append(f"429s {overall['throttle_rate']['median']:.1%} of tasks")
+        parts.append(f"429 answers {overall['throttle_rate']['median']:.2f} per task")
     if parts:
         lines.append(" · ".join(parts))
     if "latency_intended.p95" in overall:

@@ -16,7 +16,7 @@ TITLES = {
     "ttft_p95": "TTFT P95",
     "throughput": "throughput",
     "error_rate": "error rate",
-    "rate_429": "429 rate",
+    "rate_429": "429 answers per task",
     "tokens_in": "tokens in / task",
     "tokens_out": "tokens out / task",
     "cost": "cost / task",
@@ -59,6 +59,8 @@ def quantity(value: float | None, unit: str) -> str:
         return seconds(value)
     if unit == "rate":
         return f"{100 * value:.2f}%"
+    if unit == "per task":  # a count per task (429 answers): may exceed 1, never a share
+        return f"{value:,.2f}"
     if unit == "tasks/s":
         return f"{value:,.2f}/s"
     if unit == "USD":

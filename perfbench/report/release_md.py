@@ -160,10 +160,10 @@ def _throughput_table(runs: Sequence[RunView]) -> str:
                 spread(_overall_median(v, "throughput"), "tasks/s"),
                 spread(_overall_median(v, "output_tokens_per_s"), "tokens"),
                 spread(_overall_median(v, "error_rate"), "rate"),
-                spread(_overall_median(v, "throttle_rate"), "rate"),
+                spread(_overall_median(v, "throttle_rate"), "per task"),
             ]
         )
-    header = ("Run", "Tasks/s", "Output tokens/s", "Error rate", "429 rate")
+    header = ("Run", "Tasks/s", "Output tokens/s", "Error rate", "429 answers per task")
     return table(header, rows, right=(1, 2, 3, 4))
 
 

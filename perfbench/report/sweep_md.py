@@ -21,14 +21,14 @@ def markdown(
     lines = [
         f"# Sweep over {unit}",
         "",
-        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s | in flight |",
+        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s per task | in flight |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in levels:
         sustained = in_flight(v)
         lines.append(
             f"| {v.level:g} | {v.throughput:.2f} | {ms(v.p50)} | {ms(v.p95)} | {ms(v.p99)} "
-            f"| {v.error_rate:.1%} | {v.throttle_rate:.1%} "
+            f"| {v.error_rate:.1%} | {v.throttle_rate:.2f} "
             f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
         )
     lines += ["", "## Findings", ""]

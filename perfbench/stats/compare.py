@@ -45,7 +45,7 @@ class Metric:
     better: Better
     threshold: float  # relative, 0.15 = 15%
     floor: float  # absolute, in the metric's unit
-    unit: Literal["s", "rate", "tasks/s", "tokens", "USD"]
+    unit: Literal["s", "rate", "per task", "tasks/s", "tokens", "USD"]
     deterministic: bool = False  # equal in every run of a deterministic suite
 
 
@@ -60,7 +60,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("throughput", "throughput", "higher", 0.10, 0.0, "tasks/s"),
     # Rates sit near zero, where ratios explode: the floor (in points) does the work.
     Metric("error_rate", "error_rate", "lower", 0.0, 0.01, "rate"),
-    Metric("rate_429", "throttle_rate", "lower", 0.0, 0.01, "rate"),
+    Metric("rate_429", "throttle_rate", "lower", 0.0, 0.01, "per task"),  # 429 answers
     Metric("tokens_in", "tokens_in", "lower", 0.0, 0.0, "tokens", deterministic=True),
     Metric("tokens_out", "tokens_out", "lower", 0.0, 0.0, "tokens", deterministic=True),
     Metric("cost", "cost_per_task", "lower", 0.0, 0.0, "USD", deterministic=True),

@@ -19,7 +19,7 @@ from perfbench.http.redact import Redactor
 from perfbench.sample import Sample, status_of
 from perfbench.stats import tokens
 from perfbench.targets import Target
-from perfbench.targets.chat import ChatApi, Messages, ModelReply, ToolCall
+from perfbench.targets.chat import ChatApi, Messages, ModelReply, Refusal, ToolCall
 from perfbench.targets.retry import RetryPolicy, server_wait
 from perfbench.task import ModelCall, Task
 
@@ -136,29 +136,46 @@ class ModelAgent(Target):
         rng: random.Random | None = None
         attempt = 0
         while True:
-            status, reply, retry_headers = await self._send(task, call, url, content, headers)
-            if reply is not None:
-                return reply
-            if status == 429:
-                task.throttled += 1
+            got = await self._send(task, call, url, content, headers)
+            if isinstance(got, ModelReply):
+                return got
+            asked = server_wait(got.headers, datetime.now(UTC))
+            if got.status == 429:
+                task.refused(asked)
+            elif asked is not None:
+                task.retry_after = asked
             rng = rng or task.rng("retry")
-            delay = None
-            if self.retry.should_retry(status, attempt, retry_headers):
-                delay = self.retry.delay(attempt, retry_headers, rng)
+            delay, why = self._retry_delay(task, got, attempt, asked, rng)
             if delay is None:
-                task.retry_after = server_wait(retry_headers, datetime.now(UTC))
-                kind = "rate_limited" if status == 429 else f"http_{status}"
-                message = self._redact(_http_message(status, retry_headers))
-                raise CallFailed(kind, message, status=status)
+                kind = "rate_limited" if got.status == 429 else f"http_{got.status}"
+                raise CallFailed(kind, self._redact(got.message()) + why, status=got.status)
             task.retries += 1
             attempt += 1
             await anyio.sleep(delay)
             call.attempt()
 
+    def _retry_delay(
+        self, task: Task, got: Refusal, attempt: int, asked: float | None, rng: random.Random
+    ) -> tuple[float | None, str]:
+        """How long to wait before retrying, or None (and why) when no retry follows: none
+        left, a status not worth one, or a wait longer than --max-retry-wait or than the
+        task has left (a retry that could not finish in time is never sent)."""
+        if not self.retry.should_retry(got.status, attempt, got.headers):
+            return None, ""
+        delay = self.retry.delay(attempt, asked, rng)
+        if delay is None:
+            limit = self.retry.max_wait_s
+            return None, f" (the server asked to wait {asked:g} s; --max-retry-wait is {limit:g} s)"
+        left = task.time_left()
+        if delay >= left:
+            what = f"asked to wait {asked:g} s" if asked is not None else f"backoff {delay:.3g} s"
+            return None, f" (the server {what}; {max(0.0, left):.1f} s of timeout_s were left)"
+        return delay, ""
+
     async def _send(
         self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]
-    ) -> tuple[int, ModelReply | None, dict[str, str]]:
-        """One HTTP attempt: (status, reply or None when refused, the refusal's headers)."""
+    ) -> ModelReply | Refusal:
+        """One HTTP attempt: the reply, or what refused it."""
 
         post = self._http.post(url, content, headers, task.case.timeout_s, call.sent)
         try:
@@ -167,10 +184,10 @@ class ModelAgent(Target):
                 task.http_status = response.status_code
                 if response.status_code >= 400:
                     text = (await response.aread())[:300].decode(errors="replace")
-                    return response.status_code, None, {**response.headers, "x-body": text}
+                    return Refusal(response.status_code, response.headers, text)
                 reply = await self.api.receive(response, call, self.stream)
                 call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
-                return response.status_code, reply, {}
+                return reply
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
             raise CallFailed("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
 
@@ -183,8 +200,3 @@ class ModelAgent(Target):
 
 def _output(reply: ModelReply) -> str:
     return reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)
-
-
-def _http_message(status: int, headers: dict[str, str]) -> str:
-    body = headers.get("x-body", "").strip().replace("\n", " ")
-    return f"HTTP {status}: {body}" if body else f"HTTP {status}"

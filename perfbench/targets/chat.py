@@ -6,6 +6,7 @@ A call that fails raises ``CallFailed`` (``perfbench.http.failures``) with a kin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +33,19 @@ class ModelReply:
     tokens_in: int | None = None
     tokens_out: int | None = None
     finish: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An answer that is not a reply: its status, headers, and the start of its body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: str
+
+    def message(self) -> str:
+        body = self.body.strip().replace("\n", " ")
+        return f"HTTP {self.status}: {body}" if body else f"HTTP {self.status}"
 
 
 class ChatApi(Protocol):

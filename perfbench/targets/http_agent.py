@@ -9,7 +9,8 @@ The answer is parsed and recorded by ``agent_result``, as the Python callable ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +31,7 @@ from perfbench.targets.agent_result import (
     record_failure,
     record_result,
 )
+from perfbench.targets.retry import server_wait
 from perfbench.task import Task
 
 __all__ = ["AgentMapping", "HttpAgent", "public_url", "request_fields"]
@@ -87,7 +89,7 @@ class HttpAgent(Target):
         call = task.model_call("agent")
         envelope = task.steps[-1]
         try:
-            body = await self._exchange(task, call.sent)
+            body, headers = await self._exchange(task, call.sent)
         except CallFailed as exc:  # transport failures, classified (http.failures)
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
@@ -98,9 +100,11 @@ class HttpAgent(Target):
             raise
         end = task.now()
         call.finish(tokens_in=None, tokens_out=None)
-        return self._answer(task, envelope, body, end)
+        return self._answer(task, envelope, body, headers, end)
 
-    async def _exchange(self, task: Task, sent: Callable[[], None]) -> bytes:
+    async def _exchange(
+        self, task: Task, sent: Callable[[], None]
+    ) -> tuple[bytes, Mapping[str, str]]:
         # Streamed so the status is known (and kept) even when the body breaks off.
         content = self._body(task)
         if self._http is not None:
@@ -108,7 +112,7 @@ class HttpAgent(Target):
             read_timeout = float(self._timeout) if given else task.case.timeout_s
             async with self._http.post(self.url, content, self._headers, read_timeout, sent) as r:
                 task.http_status = r.status_code
-                return await r.aread()
+                return await r.aread(), r.headers
         assert self._client is not None
         request = self._client.build_request(
             "POST", self.url, content=content, headers=self._headers, timeout=self._timeout
@@ -117,13 +121,16 @@ class HttpAgent(Target):
             response = await self._client.send(request, stream=True)
             try:
                 task.http_status = response.status_code
-                return await response.aread()
+                return await response.aread(), response.headers
             finally:
                 await response.aclose()
 
-    def _answer(self, task: Task, envelope: Step, body: bytes, end: float) -> Sample:
+    def _answer(
+        self, task: Task, envelope: Step, body: bytes, headers: Mapping[str, str], end: float
+    ) -> Sample:
         status_code = task.http_status or 0
         if status_code == 429:
+            task.refused(server_wait(headers, datetime.now(UTC)))
             excerpt = self._excerpt(body)
             return record_failure(task, envelope, "rate_limited", "rate_limited", excerpt, end)
         if not 200 <= status_code < 300:  # redirects are not followed: they would add latency

@@ -18,7 +18,7 @@ from typing import Literal
 from perfbench.errors import TargetError
 from perfbench.targets import Target
 from perfbench.targets.chat import ChatApi
-from perfbench.targets.retry import RetryPolicy
+from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
 
 
 @dataclass(frozen=True)
@@ -40,23 +40,45 @@ PROVIDERS: dict[str, Provider] = {
 
 
 @dataclass(frozen=True)
-class TargetOptions:
+class TargetSpec:
+    """What to measure: a target string (the forms above) and how to talk to it. Every field
+    is a flag of ``perfbench run`` and ``sweep`` (cli/options.py ``TARGET``), recorded in the
+    run's spec; no key is one (``api_key_env`` names the variable)."""
+
+    target: str = "mock+http"
     base_url: str | None = None
     api_key_env: str | None = None
     stream: bool = True
-    concurrency: int = 1  # connections per target: tasks that can be in flight; 0 = no limit
-    seed: int = 0
     retries: int = 3
+    max_retry_wait: float = MAX_WAIT_S  # the longest wait a retry may ask; longer: refused
     check_tokens: bool = False  # also count output tokens offline when the API reports usage
-    # mock+http in a worker process: the parent's mock server, instead of starting another.
+
+    def build(self, concurrency: int = 1, seed: int = 0, server_url: str | None = None) -> Target:
+        """The target, with clients for ``concurrency`` tasks in flight (0: no limit).
+        ``server_url``: a mock server already running (a worker uses its parent's)."""
+        return resolve(self, Sizing(concurrency, seed, server_url))
+
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.retries, max_wait_s=self.max_retry_wait)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a run adds to a target's spec: how many tasks it holds in flight (its
+    connections; 0 = no limit), the seed, and a mock server already running."""
+
+    concurrency: int = 1
+    seed: int = 0
     server_url: str | None = None
 
 
-def resolve(spec: str, options: TargetOptions | None = None) -> Target:
-    options = options or TargetOptions()
-    if spec.startswith("mock"):
-        return _mock(spec, options)
-    kind, _, arg = spec.partition(":")
+def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
+    spec = TargetSpec(spec) if isinstance(spec, str) else spec
+    sizing = sizing or Sizing()
+    name = spec.target
+    if name.startswith("mock"):
+        return _mock(spec, sizing)
+    kind, _, arg = name.partition(":")
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
@@ -65,10 +87,10 @@ def resolve(spec: str, options: TargetOptions | None = None) -> Target:
         from perfbench.targets.http_agent import HttpAgent
 
         scheme = "https" if kind == "http+agents" else "http"
-        return HttpAgent(f"{scheme}:{arg}", concurrency=options.concurrency)
-    if "/" in spec:
-        return _model(spec, options)
-    raise TargetError(_unknown(spec))
+        return HttpAgent(f"{scheme}:{arg}", concurrency=sizing.concurrency)
+    if "/" in name:
+        return _model(spec, sizing)
+    raise TargetError(_unknown(name))
 
 
 def path_kind(spec: str) -> str:
@@ -79,12 +101,12 @@ def path_kind(spec: str) -> str:
     return "in-process"
 
 
-def _mock(spec: str, options: TargetOptions) -> Target:
+def _mock(spec: TargetSpec, sizing: Sizing) -> Target:
     """``mock[:profile][@model]`` in process, ``mock+http[:profile][@model]`` over HTTP; the
     model picks one of the profile's simulated models (its tokenizer and borrowed prices)."""
     from perfbench.mock.profile import load_profile
 
-    base, _, model = spec.partition("@")
+    base, _, model = spec.target.partition("@")
     kind, _, arg = base.partition(":")
     profile = load_profile(arg or "default")  # a bad profile fails here, before any process
     if (
@@ -106,27 +128,27 @@ def _mock(spec: str, options: TargetOptions) -> Target:
 
         return MockHttp(
             arg or "default",
-            seed=options.seed,
-            concurrency=options.concurrency,
-            stream=options.stream,
-            retry=RetryPolicy(max_retries=options.retries),
-            check_tokens=options.check_tokens,
+            seed=sizing.seed,
+            concurrency=sizing.concurrency,
+            stream=spec.stream,
+            retry=spec.retry(),
+            check_tokens=spec.check_tokens,
             model=model or None,
-            url=options.server_url,
+            url=sizing.server_url,
         )
-    raise TargetError(_unknown(spec))
+    raise TargetError(_unknown(spec.target))
 
 
-def _model(spec: str, options: TargetOptions) -> Target:
+def _model(spec: TargetSpec, sizing: Sizing) -> Target:
     from perfbench.targets.agent_loop import ModelAgent
 
-    provider_name, _, model = spec.partition("/")
+    provider_name, _, model = spec.target.partition("/")
     provider = PROVIDERS.get(provider_name)
     if provider is None or not model:
-        raise TargetError(_unknown(spec))
-    key = _key(provider_name, provider, options)
+        raise TargetError(_unknown(spec.target))
+    key = _key(provider_name, provider, spec)
     api = _api(provider.api, model)
-    base = options.base_url or provider.base_url
+    base = spec.base_url or provider.base_url
     if provider.api == "anthropic" and not base.rstrip("/").endswith("/v1"):
         # As the Anthropic SDK's base_url: the host, to which the API adds /v1/messages
         # (OpenAI's SDK and servers put /v1 in the base URL; a /v1 here still works too).
@@ -134,12 +156,12 @@ def _model(spec: str, options: TargetOptions) -> Target:
     return ModelAgent(
         api,
         base,
-        name=spec,
+        name=spec.target,
         key=key,
-        stream=options.stream,
-        retry=RetryPolicy(max_retries=options.retries),
-        concurrency=options.concurrency,
-        check_tokens=options.check_tokens,
+        stream=spec.stream,
+        retry=spec.retry(),
+        concurrency=sizing.concurrency,
+        check_tokens=spec.check_tokens,
     )
 
 
@@ -150,12 +172,12 @@ def _api(kind: str, model: str) -> ChatApi:
     return AnthropicMessages(model) if kind == "anthropic" else OpenAIChat(model)
 
 
-def _key(name: str, provider: Provider, options: TargetOptions) -> str | None:
-    env = options.api_key_env or provider.key_env
+def _key(name: str, provider: Provider, spec: TargetSpec) -> str | None:
+    env = spec.api_key_env or provider.key_env
     key = os.environ.get(env)
     if key:
         return key
-    if options.base_url and not options.api_key_env:
+    if spec.base_url and not spec.api_key_env:
         return None  # a self-hosted server (vLLM, Ollama) usually needs no key
     raise TargetError(
         f"{env} is not set: the {name} target needs an API key. Export it "

@@ -1,10 +1,12 @@
 """When to retry a refused model call, and how long to wait first.
 
 429 and 5xx answers are retried up to ``max_retries`` times, never sooner than the server asks:
-``retry-after-ms``, ``retry-after`` (seconds or an HTTP date), gateways' prefixed
-``*-retry-after`` variants, and otherwise the providers' reset headers for an exhausted limit
-(OpenAI ``x-ratelimit-reset-*`` durations such as ``6m0s``; Anthropic
-``anthropic-ratelimit-*-reset`` times). Without any of those: exponential backoff with jitter.
+``retry-after-ms`` and gateways' prefixed ``*-retry-after-ms`` (the most precise, so first),
+``retry-after`` and ``*-retry-after`` (seconds or an HTTP date), and otherwise the providers'
+reset headers for an exhausted limit (OpenAI ``x-ratelimit-reset-*`` durations such as
+``6m0s``; Anthropic ``anthropic-ratelimit-*-reset`` times). Without any of those: exponential
+backoff with jitter. A wait longer than ``max_wait_s`` (``--max-retry-wait``) is not waited
+for: the call ends as refused at once, as the official SDKs give up on a Retry-After over 60 s.
 Pure functions; the caller sleeps."""
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from email.utils import parsedate_to_datetime
 RETRYABLE = frozenset({408, 409, 429})
 
 
+MAX_WAIT_S = 60.0  # as the official SDKs: a longer Retry-After is not waited for
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 3
     base_s: float = 0.5  # first backoff without a server hint; doubles each attempt
-    cap_s: float = 60.0
+    max_wait_s: float = MAX_WAIT_S  # the longest wait before a retry (a backoff is capped here)
     jitter: float = 0.2  # waits are stretched by up to this fraction, never shortened
 
     def should_retry(
@@ -39,20 +44,14 @@ class RetryPolicy:
             return told == "true"
         return status in RETRYABLE or status >= 500
 
-    def delay(
-        self,
-        attempt: int,
-        headers: Mapping[str, str],
-        rng: random.Random,
-        now: datetime | None = None,
-    ) -> float | None:
-        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0), or
-        None when the server asks for more than ``cap_s``: give up rather than retry early."""
-        asked = server_wait(headers, now or datetime.now(UTC))
+    def delay(self, attempt: int, asked: float | None, rng: random.Random) -> float | None:
+        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0),
+        given what the server ``asked`` (``server_wait``), or None when it asked for more
+        than ``max_wait_s``: give up rather than retry early."""
         if asked is None:
-            backoff = min(self.cap_s, self.base_s * 2.0**attempt)
+            backoff = min(self.max_wait_s, self.base_s * 2.0**attempt)
             return backoff * (1 + self.jitter * rng.random())
-        if asked > self.cap_s:
+        if asked > self.max_wait_s:
             return None
         return asked * (1 + self.jitter * rng.random())
 
@@ -60,10 +59,11 @@ class RetryPolicy:
 def server_wait(headers: Mapping[str, str], now: datetime) -> float | None:
     """How long the server asked the client to wait, in seconds, or None if it did not say."""
     lower = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lower:
-        ms = _number(lower["retry-after-ms"])
-        if ms is not None:
-            return ms / 1000
+    for name, value in lower.items():  # milliseconds first: the most precise a server sends
+        if name == "retry-after-ms" or name.endswith("-retry-after-ms"):
+            ms = _number(value)
+            if ms is not None:
+                return ms / 1000
     for name, value in lower.items():
         if name == "retry-after" or name.endswith("-retry-after"):
             found = _seconds_or_date(value, now)

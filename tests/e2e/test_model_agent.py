@@ -171,7 +171,7 @@ def test_anthropic_base_url_is_taken_as_the_sdk_takes_it(
 ) -> None:
     """The Anthropic SDK's base_url is the host (it adds /v1/messages); OpenAI's carries /v1.
     `--base-url` follows each provider's convention, and a /v1 given to Anthropic still works."""
-    from perfbench.targets.registry import TargetOptions, resolve
+    from perfbench.targets.registry import TargetSpec, resolve
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     profile = tmp_path / "fixed.yaml"
@@ -180,7 +180,7 @@ def test_anthropic_base_url_is_taken_as_the_sdk_takes_it(
     samples: list[Sample] = []
 
     async def measure(url: str) -> None:
-        agent = resolve("anthropic/m", TargetOptions(base_url=url + suffix))
+        agent = resolve(TargetSpec("anthropic/m", base_url=url + suffix))
         recorder = Recorder(Summarizer({"hi": 60.0}), observers=[samples.append])
         try:
             await Runner(suite, agent, Plan(runs=1, warmup=0), recorder).run()

@@ -13,7 +13,7 @@ from perfbench.engine.sweep import Sweep
 from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level
 from perfbench.suite import load_suite
-from perfbench.targets.registry import TargetOptions, resolve
+from perfbench.targets.registry import Sizing, resolve
 from tests.helpers import write_suite
 
 PROFILE = """
@@ -35,7 +35,7 @@ def test_sweep_over_http_finds_the_concurrency_limit(tmp_path: Path) -> None:
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=64), max_level=64, bisect_steps=3)
 
     def factory(n: int):  # type: ignore[no-untyped-def]
-        return resolve(f"mock+http:{profile}", TargetOptions(concurrency=n))
+        return resolve(f"mock+http:{profile}", Sizing(concurrency=n))
 
     class Levels(RunObserver):
         def level_finished(self, level: Level, reason: str | None, sweep_dir: Path) -> None:
@@ -70,7 +70,7 @@ def test_adaptive_over_http_settles_at_the_request_rate_limit(tmp_path: Path) ->
     summarizer = Summarizer({"c": 60.0})
 
     async def go() -> None:
-        target = resolve(f"mock+http:{profile}", TargetOptions(concurrency=64))
+        target = resolve(f"mock+http:{profile}", Sizing(concurrency=64))
         plan = Plan(runs=1, warmup=0, repeat=240, load=Adaptive(start=1, maximum=64))
         async with target:  # type: ignore[attr-defined]
             await Runner(suite, target, plan, Recorder(summarizer)).run()

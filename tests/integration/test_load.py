@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
 from perfbench.engine.runner import Runner
@@ -19,7 +20,9 @@ from perfbench.spec import Plan
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
+from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.mock import MockAgent
+from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.task import Task
 from tests.helpers import fixed_profile, write_suite
 
@@ -150,3 +153,51 @@ def test_poisson_schedule_is_seeded_and_exponential() -> None:
     assert d < 1.63 / math.sqrt(n)
     assert abs(a[-1] / (n) - 1 / 50) < 0.1 / 50  # mean gap within 10%
     assert schedule(4.0, "constant", 3, "x") == [0.0, 0.25, 0.5]
+
+
+class ConcurrencyLimited(httpx.AsyncBaseTransport):
+    """A server that admits ``limit`` requests at once; above that: 429 + Retry-After: 1, as
+    an LLM gateway does. Each admitted reply takes 100 ms (virtual time)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.in_flight, self.requests, self.refusals = limit, 0, 0, 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        if self.in_flight >= self.limit:
+            self.refusals += 1
+            return httpx.Response(429, headers={"retry-after": "1"}, text="busy")
+        self.in_flight += 1
+        try:
+            await anyio.sleep(0.100)
+        finally:
+            self.in_flight -= 1
+        body = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("limit", [4, 16])
+async def test_adaptive_with_default_retries_converges_on_the_servers_limit(
+    suite: Suite, limit: int
+) -> None:
+    """With in-task retries on (the default), the controller used to hear a 429 only when its
+    task ended, after the backoff: meanwhile the others finished clean and slow start kept
+    doubling (the limit converged at 19.7 against a server admitting 4). It hears each 429 as
+    it arrives now, and the hold is the 429's own Retry-After."""
+    server = ConcurrencyLimited(limit)
+    agent = ModelAgent(OpenAIChat("m"), "http://test/v1", name="openai/m", stream=False,
+                       transport=server, concurrency=64)  # fmt: skip
+    shape = Adaptive(start=1, maximum=64)
+    runner, samples, _ = run(suite, agent, Plan(runs=1, warmup=0, repeat=600, load=shape))
+    try:
+        await runner.run()
+    finally:
+        await agent.aclose()
+    assert runner.aimd is not None
+    converged = runner.aimd.converged()
+    assert converged is not None and 0.75 * limit <= converged <= 1.25 * limit, runner.aimd.history
+    # Every attempt a sample counts is a request the server saw.
+    assert sum(1 + s.retries for s in samples) == server.requests
+    assert sum(s.throttled for s in samples) == server.refusals

@@ -751,6 +751,13 @@ ANTHROPIC_RESET = {
         pytest.param({"retry-after": "Wed, 01 Jan 2025 00:00:05 GMT"}, 5.0, id="http-date"),
         pytest.param({"retry-after": "Tue, 31 Dec 2024 23:59:00 GMT"}, 0.0, id="http-date-past"),
         pytest.param({"x-ms-retry-after": "3"}, 3.0, id="prefixed-retry-after"),
+        pytest.param(  # a LiteLLM-style gateway: the precise figure beside a rounded one
+            {"llm_provider-retry-after": "1", "llm_provider-retry-after-ms": "448"},
+            0.448,
+            id="prefixed-retry-after-ms-wins",
+        ),
+        pytest.param({"retry-after": "inf"}, float("inf"), id="huge-is-huge-not-a-crash"),
+        pytest.param({"retry-after": "nan", "retry-after-ms": "-5"}, None, id="garbage"),
         pytest.param(
             {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1.5s"},
             1.5,
@@ -775,6 +782,43 @@ ANTHROPIC_RESET = {
 def test_server_wait(headers: dict[str, str], wait: float | None) -> None:
     got = server_wait(headers, NOW)
     assert got == (None if wait is None else pytest.approx(wait, abs=1e-9))
+
+
+async def test_a_wait_longer_than_the_time_left_ends_the_task_at_once(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    """A gateway asking 60 s on a case of timeout_s 10: the task sat until its deadline and was
+    a `timeout`, with a retry counted that was never sent. It is refused now, at once."""
+    refused = httpx.Response(429, headers={"llm_provider-retry-after": "60"}, text="rpm limit")
+    route = respx_mock.post(f"{BASE}/chat/completions").mock(return_value=refused)
+    s = await measure("openai", suite_of(tmp_path, CHAT + "    timeout_s: 10\n"))
+    assert (s.status, s.error_kind, s.retry_after) == ("rate_limited", "rate_limited", 60.0)
+    assert (s.retries, s.throttled, route.call_count) == (0, 1, 1)  # attempts == requests
+    assert s.latency < 1.0
+    assert (
+        s.error
+        == "HTTP 429: rpm limit (the server asked to wait 60 s; 10.0 s of timeout_s were left)"
+    )
+
+
+async def test_a_wait_longer_than_max_retry_wait_is_not_waited_for(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    refused = httpx.Response(429, headers={"retry-after": "5"})
+    route = respx_mock.post(f"{BASE}/chat/completions").mock(return_value=refused)
+    policy = RetryPolicy(max_wait_s=2.0)
+    s = await measure("openai", suite_of(tmp_path), retry=policy)
+    assert (s.status, s.retries, s.retry_after, route.call_count) == ("rate_limited", 0, 5.0, 1)
+    assert s.error is not None and s.error.endswith("--max-retry-wait is 2 s)")
+
+
+async def test_a_refusal_then_a_success_keeps_what_the_refusal_asked(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    refused = httpx.Response(429, headers={"retry-after-ms": "300"})
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=replies(refused, text_reply()))
+    s = await measure("openai", suite_of(tmp_path))
+    assert (s.status, s.throttled, s.retries, s.retry_after) == ("ok", 1, 1, 0.3)
 
 
 # --- Anthropic streaming ---------------------------------------------------------------------

@@ -101,3 +101,28 @@ def test_in_flight_comes_from_the_runner_when_it_knows() -> None:
     assert progress.snapshot()["concurrency"] == 3
     progress.in_flight = lambda: 8  # the runner's (with workers: every worker's) count now
     assert progress.snapshot()["concurrency"] == 8
+
+
+def test_429_answers_and_refused_tasks_are_two_counts() -> None:
+    """The live view said '429s 0' while every error was a refusal: it counted tasks that ended
+    rate_limited. Both are shown, by name: tasks refused, and 429 answers (retried ones too)."""
+    progress = Progress([], clock=FakeClock())
+    retried = sample("ok", 0.1)
+    retried.throttled = 3  # refused three times, then answered
+    refused = sample("rate_limited", 0.1)
+    refused.throttled = 4
+    for s in (retried, refused, sample("ok", 0.1)):
+        progress.sample(s)
+    snap = progress.snapshot()
+    assert (snap["rate_limited"], snap["answers_429"]) == (1, 7)
+    assert "refused 1 (429 answers 7)" in describe(snap)
+
+
+def test_the_sweep_table_gives_429_answers_per_task_not_a_share() -> None:
+    from perfbench.report.sweep_md import markdown
+    from perfbench.stats.knee import Level
+
+    level = Level(4, 10.0, 0.1, 0.2, 0.3, 0.15, 0.0, 1.933, 40.0)
+    text = markdown([level], {"knee": None, "stopped_by": {}, "kneedle": None, "usl": None,
+                              "client_bound_levels": []}, rates=False, slo=None)  # fmt: skip
+    assert "429s per task" in text and "| 1.93 |" in text and "193" not in text
