@@ -73,7 +73,7 @@ def long_waits(folder: Path) -> None:
         f"60 rpm, every refusal asking 60 s: {len(refused)} of {len(samples)} tasks refused, "
         f"ended {max(after) * 1e3:.1f} ms at most after their 429 arrived; retry_after "
         f"{sorted({s['retry_after'] for s in refused})}; attempts counted {attempts}, "
-        f"requests the server saw {served['requests']}"
+        f"completion requests the server saw {served['by_path']['/v1/chat/completions']}"
     )
 
 
