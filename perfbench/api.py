@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -39,7 +40,8 @@ def run(
     """Carry out ``spec`` into a new run directory under ``spec.out``. ``interruptible``: the
     first Ctrl-C stops the run cleanly (what was measured is kept, the run is ``interrupted``
     and can be resumed), a second aborts at once; only in the main thread."""
-    return _drive(Session(spec, observer), observer, interruptible)
+    result: RunResult = _drive(Session(spec, observer), observer, interruptible)
+    return result
 
 
 def resume(
@@ -47,7 +49,8 @@ def resume(
 ) -> RunResult:
     """Continue an interrupted run as it was started (its meta.json records the spec): the
     tasks it finished are kept, the rest run."""
-    return _drive(resumed(run_dir, observer), observer, interruptible)
+    result: RunResult = _drive(resumed(run_dir, observer), observer, interruptible)
+    return result
 
 
 def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
@@ -60,51 +63,63 @@ def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
 
 
 def sweep(spec: SweepSpec, observer: RunObserver | None = None) -> SweepResult:
-    """Run ``spec``'s levels into a new sweep directory under ``spec.out``."""
-    return _sweep(Sweep(spec, observer))
+    """Run ``spec``'s levels into a new sweep directory under ``spec.out``. A signal stops it
+    as it stops a run: the level running then ends interrupted, the sweep can be resumed."""
+    return _sweep(Sweep(spec, observer), observer)
 
 
 def resume_sweep(path: Path, observer: RunObserver | None = None) -> SweepResult:
     """Continue an unfinished sweep: finished levels are read back, not measured again."""
     spec = SweepSpec.from_doc(sweeps.read_plan(path))
-    return _sweep(Sweep(spec, observer, path=path))
+    return _sweep(Sweep(spec, observer, path=path), observer)
 
 
-def _sweep(sweeper: Sweep) -> SweepResult:
-    result: SweepResult = anyio.run(sweeper.run, backend_options=host.loop_options())
+def _sweep(sweeper: Sweep, observer: RunObserver | None = None) -> SweepResult:
+    result: SweepResult = _drive(sweeper, observer, interruptible=True)
     return result
 
 
-def _drive(session: Session, observer: RunObserver | None, interruptible: bool) -> RunResult:
+class _Stoppable(Protocol):
+    async def run(self) -> Any: ...
+    def stop(self, reason: str | None = None) -> None: ...
+
+
+def _drive(work: _Stoppable, observer: RunObserver | None, interruptible: bool) -> Any:
     main = threading.current_thread() is threading.main_thread()
     watch = interruptible and main
-    result: RunResult = anyio.run(
+    return anyio.run(
         _until_stopped if watch else _plain,
-        session,
+        work,
         observer or RunObserver(),
         backend_options=host.loop_options(),
     )
-    return result
 
 
-async def _plain(session: Session, observer: RunObserver) -> RunResult:
-    return await session.run()
+async def _plain(work: _Stoppable, observer: RunObserver) -> Any:
+    return await work.run()
 
 
-async def _until_stopped(session: Session, observer: RunObserver) -> RunResult:
-    """First Ctrl-C stops the run cleanly (measured tasks kept); a second one aborts."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
+    """The first Ctrl-C, or a SIGTERM (``timeout``, a CI job cancelled), stops the work
+    cleanly: what was measured is kept and the run ends ``interrupted``. A second signal of
+    either kind ends the process at once."""
     async with anyio.create_task_group() as tg:
 
         async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 task_status.started()
-                async for _ in signals:
+                async for received in signals:
                     observer.stopping()
-                    session.stop()
+                    work.stop(signal.Signals(received).name)
+                    for each in STOP_SIGNALS:
+                        signal.signal(each, signal.SIG_DFL)
                     signal.signal(signal.SIGINT, signal.default_int_handler)
                     return
 
         await tg.start(watch)  # the handler is in place before the first task can start
-        result = await session.run()
+        result = await work.run()
         tg.cancel_scope.cancel()
     return result

@@ -92,6 +92,9 @@ class Case(_Strict):
     tools: list[Tool] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
     max_steps: int = Field(default=8, ge=1, le=100)
+    # The tools one model turn calls run at once, as agent runtimes run them (openai-agents,
+    # pydantic-ai); false: one after the other.
+    parallel_tools: bool = True
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
@@ -141,6 +144,19 @@ class _Found:
     id_line: int | None  # where its `id:` is
 
 
+# Fields added after suites were first digested: left out at their default, so a suite that
+# does not use them keeps its digest (and stays comparable with runs made before).
+_LATER_FIELDS = {"parallel_tools": True}
+
+
+def _canonical(case: Case) -> dict[str, Any]:
+    doc = case.model_dump(mode="json")
+    for name, default in _LATER_FIELDS.items():
+        if doc.get(name) == default:
+            del doc[name]
+    return doc
+
+
 @dataclass(frozen=True)
 class Suite:
     """Validated cases in execution order, with where each came from and the suite digest."""
@@ -152,7 +168,7 @@ class Suite:
     @property
     def digest(self) -> str:
         """SHA-256 over the normalised cases, independent of file layout and key order."""
-        canon = [c.model_dump(mode="json") for c in sorted(self.cases, key=lambda c: c.id)]
+        canon = [_canonical(c) for c in sorted(self.cases, key=lambda c: c.id)]
         blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 

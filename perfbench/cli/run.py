@@ -147,9 +147,13 @@ def _run_spec(cases: list[Path] | None, flags: Flags, plan: Plan) -> RunSpec:
     )
 
 
+def _stopped(by: str | None) -> ExitCode:
+    return ExitCode.TERMINATED if by == "SIGTERM" else ExitCode.INTERRUPTED
+
+
 def _exit_code(result: RunResult, strict: bool) -> ExitCode:
     if result.interrupted:
-        return ExitCode.INTERRUPTED
+        return _stopped(result.meta.get("stopped_by"))
     if strict and client_bound(result.summary):
         return ExitCode.CLIENT_BOUND
     return ExitCode.OK
@@ -309,16 +313,20 @@ def sweep(
     text = sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
     console.print(text, highlight=False, markup=False)
     console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
+    code = _stopped(result.stopped_by) if result.interrupted else ExitCode.OK
     if events is not None:
-        _sweep_finished(events, watch.t0, result)
+        _sweep_finished(events, watch.t0, result, code)
+    if code:
+        console.print(f"Stopped: continue with [bold]perfbench sweep --resume {result.path}[/]")
+        raise typer.Exit(code)
 
 
-def _sweep_finished(events: JsonEvents, t0: float, result: SweepResult) -> None:
+def _sweep_finished(events: JsonEvents, t0: float, result: SweepResult, code: int) -> None:
     events.emit(
         "run_finished",
         time.monotonic() - t0,
-        status="completed",
-        exit_code=0,
+        status="interrupted" if result.interrupted else "completed",
+        exit_code=code,
         levels=len(result.levels),
         knee=result.findings.get("knee"),
         run_dir=str(result.path),

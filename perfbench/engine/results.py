@@ -29,3 +29,5 @@ class SweepResult:
     levels: list[Level]
     findings: dict[str, Any]
     plan: SweepPlan
+    interrupted: bool = False  # stopped (Ctrl-C, SIGTERM): levels measured so far only
+    stopped_by: str | None = None  # the signal that stopped it

@@ -79,6 +79,7 @@ class Session:
         if resume and run_dir is not None:
             self._resume_meta, self.resume = self._resumed(run_dir)
         self.engine = self._engine(clock)
+        self.stopped_by: str | None = None
 
     def _engine(self, clock: Clock) -> Runner | Fleet:
         on_pass = self.observer.pass_started if wants(self.observer, "pass_started") else None
@@ -103,7 +104,10 @@ class Session:
             resume=self.resume,
         )
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
+        """End the run: tasks in flight are cancelled and recorded as such, and the run ends
+        ``interrupted`` (``reason``, e.g. the signal, goes into meta.json ``stopped_by``)."""
+        self.stopped_by = reason
         self.engine.stop()
 
     def planned_tasks(self) -> int:
@@ -133,6 +137,7 @@ class Session:
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
+                self.pricer.prepare(self.price_ref)  # before the first task, not in it
                 outcome = await self.engine.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
@@ -156,6 +161,8 @@ class Session:
                     "converged_limit": aimd.converged(),
                 }
             meta["status"] = status
+            if status == "interrupted" and self.stopped_by:
+                meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             meta["headline"] = headline(summary)
             if run_dir is not None and self.recorder.writer is not None:

@@ -52,6 +52,16 @@ class Sweep:
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
         self.path = path  # the sweep directory (made by run() unless resuming)
+        self._session: Session | None = None  # the level running now
+        self.stopped_by: str | None = None
+        self._stopped = False
+
+    def stop(self, reason: str | None = None) -> None:
+        """End the sweep after the level running now, which ends ``interrupted``: what was
+        measured is kept, and ``perfbench sweep --resume`` takes it up."""
+        self._stopped, self.stopped_by = True, reason
+        if self._session is not None:
+            self._session.stop(reason)
 
     def target_name(self) -> str:
         if self.factory is not None:
@@ -73,11 +83,17 @@ class Sweep:
             raise StoreError(f"{path} was swept with another version of the suite; start anew")
         how = {**self.spec.to_doc(), "suite_digest": self.suite.digest}
         store.write_json(path / PLAN_FILE, {**how, "status": "running"})
-        if self.plan.levels:
-            for level in self.plan.levels:
-                await self._level(path, level)
-        else:
-            await self._auto(path)
+        try:
+            if self.plan.levels:
+                for level in self.plan.levels:
+                    await self._level(path, level)
+            else:
+                await self._auto(path)
+        except _Interrupted:
+            store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
+            levels = [self.measured[k] for k in sorted(self.measured)]
+            findings = analyse(levels, self.reasons, rates=self.plan.rates, slo=self.plan.slo)
+            return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
         levels = [self.measured[k] for k in sorted(self.measured)]
         rates, slo = self.plan.rates, self.plan.slo
         findings = analyse(levels, self.reasons, rates=rates, slo=slo)
@@ -126,10 +142,12 @@ class Sweep:
         run_dir = level_dir(path, level)
         done = finished(run_dir)
         if done is not None:  # a resumed sweep: measured before, read back
-            summary, interrupted = done, False
+            summary = done
         else:
+            if self._stopped:
+                raise _Interrupted
             target = None if self.factory is None else self.factory(spec.plan.connections())
-            session = Session(
+            self._session = Session(
                 spec,
                 self.observer,
                 suite=self.suite,
@@ -137,14 +155,23 @@ class Sweep:
                 run_dir=run_dir,
                 resume=resumable(run_dir, self.plan.rates),
             )
-            result = await session.run()
-            summary, interrupted = result.summary, result.interrupted
+            if self._stopped:  # stopped while the level's session was being made
+                self._session.stop(self.stopped_by)
+            try:
+                result = await self._session.run()
+            finally:
+                self._session = None
+            if result.interrupted:  # kept on disk for --resume; not a level measured
+                raise _Interrupted
+            summary = result.summary
         measured = level_of(level, summary)
         self.measured[level] = measured
         ordered = [self.measured[k] for k in sorted(self.measured)]
         reason = verdict([v for v in ordered if v.level <= level], self.plan.rule)
         self.reasons[level] = reason
         self.observer.level_finished(measured, reason, path)
-        if interrupted:
-            raise KeyboardInterrupt
         return reason
+
+
+class _Interrupted(Exception):
+    """The sweep was stopped: the level running then ended interrupted."""

@@ -188,6 +188,7 @@ async def _work(start: Start, link: _Link) -> None:
         tg.start_soon(link.receiver, runner)
         async with AsyncExitStack() as stack:
             await open_target(target, stack)
+            start.pricer.prepare(start.price_ref)
             link.post(Ready())
             await runner.run()
         monitor = runner.monitor

@@ -36,7 +36,25 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes.extend(_first_run(runs))
     notes.extend(_client(summary.get("client")))
     notes.extend(_wait(summary["pooled"]["overall"]))
+    notes.extend(_not_streamed(summary["pooled"]["overall"], meta))
     return notes
+
+
+def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterable[str]:
+    """A model target asked to stream whose server answered with one JSON body: no TTFT."""
+    target = (meta.get("spec") or {}).get("target") or {}
+    name = str(target.get("target", ""))
+    if not target.get("stream") or name.startswith(("http+agent", "python:")):
+        return  # not asked to stream, or a whole agent (it has no TTFT to show)
+    ok = overall.get("ok", 0)
+    timed = (overall.get("ttft") or {}).get("n", 0)
+    if ok and timed < ok:
+        yield (
+            f"{ok - timed} of {ok} successful tasks have no TTFT: the server answered with one "
+            "JSON body although `stream: true` was asked (it ignores streaming, or a proxy "
+            "buffers it). TTFT and inter-token gaps are not measured for them: check the "
+            "server's streaming support, or say so with --no-stream."
+        )
 
 
 def _wait(overall: Mapping[str, Any]) -> Iterable[str]:

@@ -68,6 +68,12 @@ class Pricer:
             "overrides_date": self.overrides_date.isoformat() if self.overrides_date else None,
         }
 
+    def prepare(self, ref: str | None) -> None:
+        """Load the price data for ``ref`` now: the first lookup imports genai-prices and
+        reads its tables (60–115 ms), which inside the first priced task stalled every task in
+        flight."""
+        self.cost(ref, 1, 1)
+
     def cost(self, ref: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
         """USD for one task's tokens under ``ref`` ("provider/model"); None when unpriced."""
         if ref is None or (tokens_in is None and tokens_out is None):

@@ -40,6 +40,8 @@ class ModelAgent(Target):
         transport: httpx.AsyncBaseTransport | None = None,
         seed_headers: bool = False,
         check_tokens: bool = False,
+        estimates: bool = True,
+        tool_latency_scale: float = 1.0,
     ) -> None:
         self.api, self.base_url, self._name = api, base_url.rstrip("/"), name
         self.stream = stream
@@ -48,6 +50,12 @@ class ModelAgent(Target):
         # Tokenizing every reply costs client CPU in the request loop (about 1 ms per 1,000
         # tokens): only when asked (--check-tokens).
         self.check_tokens = check_tokens
+        # Whether a reply may come without usage (a server we did not write), so the offline
+        # tokenizer may be needed: it is loaded before the first task (prepare) when so.
+        self.estimates = estimates
+        # The canned tools' latency is the client's to simulate: a mock profile's scale applies
+        # whichever transport the model goes over.
+        self.tool_latency_scale = tool_latency_scale
         # The key lives only in these headers: never in the name, the samples or errors
         # (error bodies that echo it back are redacted).
         self._headers = {"content-type": "application/json", **api.headers(key)}
@@ -61,8 +69,11 @@ class ModelAgent(Target):
         return self._name
 
     def prepare(self) -> None:
-        """Make the HTTP clients before the first task (``open_target`` calls it)."""
+        """Make the HTTP clients, and load the tokenizer the replies may need, before the
+        first task (``open_target`` calls it)."""
         self._http.prepare()
+        if self.estimates or self.check_tokens:
+            tokens.prepare(tokens.encoding_for(self.api.model))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -80,7 +91,7 @@ class ModelAgent(Target):
                 last = task.steps[-1]
                 end = last.start + last.duration
                 return task.sample("ok", expect_ok=case.expect.check(called, reply.text), end=end)
-            results = [(call, await self._run_tool(task, call)) for call in reply.tool_calls]
+            results = await self._run_tools(task, reply.tool_calls)
             called += [call.name for call in reply.tool_calls]
             self.api.extend(messages, reply, results)
         return task.sample(
@@ -90,13 +101,29 @@ class ModelAgent(Target):
             expect_ok=case.expect.check(called, None),
         )
 
+    async def _run_tools(self, task: Task, calls: list[ToolCall]) -> list[tuple[ToolCall, str]]:
+        """The tools one model turn asked for: at once (each its own step, overlapping in
+        time), or one after the other when the case says ``parallel_tools: false``."""
+        if len(calls) == 1 or not task.case.parallel_tools:
+            return [(call, await self._run_tool(task, call)) for call in calls]
+        results: list[str] = [""] * len(calls)
+
+        async def one(i: int, call: ToolCall) -> None:
+            results[i] = await self._run_tool(task, call)
+
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                tg.start_soon(one, i, call)
+        return list(zip(calls, results, strict=True))
+
     async def _run_tool(self, task: Task, call: ToolCall) -> str:
         tool = next((t for t in task.case.tools if t.name == call.name), None)
         with task.tool_call(call.name) as step:
             if tool is None:  # the model invented a tool: tell it, as a real runtime would
                 step.status = "error"
                 return f"error: there is no tool named {call.name!r}"
-            await sleep_until(task.clock, task.clock() + tool.latency_ms * _MS)
+            delay = tool.latency_ms * self.tool_latency_scale * _MS
+            await sleep_until(task.clock, task.clock() + delay)
         return tool.result_text()
 
     async def _call(self, task: Task, messages: Messages, step: int) -> ModelReply:

@@ -52,6 +52,7 @@ class ChatApi(Protocol):
     """One provider's wire format. Pure except ``receive``, which reads the response body."""
 
     name: str
+    model: str
 
     def opening(self, case: Case) -> Messages: ...
 

@@ -38,8 +38,10 @@ class MockHttp(Target):
         self._name = f"mock+http:{profile}" + (f"@{model}" if model else "")
         from perfbench.mock.profile import load_profile
 
+        loaded = load_profile(profile)
         # The server answers "mock" with its first simulated model, priced as that model says.
-        self.price_ref = load_profile(profile).model(model)[1].prices_as
+        self.price_ref = loaded.model(model)[1].prices_as
+        self.tool_latency_scale = loaded.tool_latency_scale
         self.simulated = True
         self._process: subprocess.Popen[str] | None = None
         self._agent: ModelAgent | None = None
@@ -64,6 +66,8 @@ class MockHttp(Target):
             concurrency=self.concurrency,
             seed_headers=True,
             check_tokens=self.check_tokens,
+            estimates=False,  # the mock reports usage, streamed or not
+            tool_latency_scale=self.tool_latency_scale,
         )
         self._agent.prepare()
         return self

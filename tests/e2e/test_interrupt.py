@@ -113,3 +113,62 @@ def test_the_mock_server_a_run_starts_stops_when_the_run_is_gone() -> None:
         assert process.wait(10) == 0
     finally:
         target._stop()
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`timeout 30 perfbench run …` or a cancelled CI job sends SIGTERM: the run stayed
+    `running`, with no summary. It stops as on Ctrl-C now, and exits 143."""
+    profile = tmp_path / "hung.yaml"
+    profile.write_text(HUNG)
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "perfbench", "run", str(CASES / "answer.yaml"), "-t"]
+    cmd += [f"mock:{profile}", "--warmup", "0", "-c", "4", "--out", str(out), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if '"phase_changed"' in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=5.0)
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate()
+    assert proc.returncode == 143, stderr
+    [run_dir] = list(out.iterdir())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert (meta["status"], meta["stopped_by"]) == ("interrupted", "SIGTERM")
+    assert (run_dir / "summary.json").is_file()
+
+
+def test_ctrl_c_stops_a_sweep_cleanly_and_it_resumes(tmp_path: Path) -> None:
+    """A sweep exited 130 with no output and its level recorded `failed: CancelledError`."""
+    profile = tmp_path / "slow.yaml"
+    profile.write_text(SLOW)
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "perfbench", "sweep", str(CASES / "answer.yaml"), "-t"]
+    cmd += [f"mock:{profile}", "-c", "1,2", "--runs", "3", "--warmup", "0", "--repeat", "20"]
+    cmd += ["--out", str(out), "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not list(out.glob("*/level-1/samples.jsonl")):
+            time.sleep(0.05)
+        time.sleep(0.3)  # some tasks of the first level are measured
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Sweep directory" in stdout and "--resume" in stdout
+    [sweep_dir] = list(out.iterdir())
+    level = json.loads((sweep_dir / "level-1" / "meta.json").read_text())
+    assert level["status"] == "interrupted" and "error" not in level
+    plan = json.loads((sweep_dir / "sweep-plan.json").read_text())
+    assert plan["status"] == "interrupted"
+    done = subprocess.run(
+        [sys.executable, "-m", "perfbench", "sweep", "--resume", str(sweep_dir), "-q"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads((sweep_dir / "sweep-plan.json").read_text())["status"] == "completed"

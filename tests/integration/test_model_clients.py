@@ -1066,3 +1066,110 @@ async def test_usage_is_kept_beside_the_offline_estimate(
 
     overall = summarize([s], {s.case: 60.0})["runs"][0]["overall"]
     assert overall["usage_vs_estimate"] == pytest.approx(2.0)
+
+
+async def test_the_tokenizer_and_prices_load_before_the_first_task(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    """Loaded on first use, they stalled the event loop inside the first tasks (the first
+    priced task by 60–115 ms, the first estimate by 0.45–0.9 s), and every task in flight
+    with them."""
+    from perfbench.engine.observer import RunObserver
+    from perfbench.engine.session import Session
+    from perfbench.spec import RunSpec
+    from perfbench.stats import cost, tokens
+
+    tokens._encoding.cache_clear()
+    cost._cost.cache_clear()
+    loaded: list[tuple[int, int]] = []
+
+    class AtFirstPass(RunObserver):
+        def pass_started(self, phase: Any, run: int, tasks: int) -> None:
+            loaded.append(
+                (tokens._encoding.cache_info().currsize, cost._cost.cache_info().currsize)
+            )
+
+    respx_mock.post(f"{BASE}/chat/completions").mock(return_value=text_reply())
+    agent = ModelAgent(OpenAIChat("gpt-4o"), BASE, name="openai/gpt-4o", key=OPENAI_KEY)
+    spec = RunSpec(plan=Plan(runs=1, warmup=0), out=None)
+    await Session(spec, AtFirstPass(), suite=suite_of(tmp_path), target=agent).run()
+    assert loaded == [(1, 1)]  # the o200k encoding and gpt-4o's prices, before any task
+
+
+async def test_a_server_that_ignores_stream_true_is_warned_of_once(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    """TTFT came out `–` with no word why: the server had answered one JSON body."""
+    from perfbench.engine.session import Session
+    from perfbench.spec import RunSpec, TargetSpec
+    from perfbench.stats.advice import advise
+
+    whole = {"choices": [{"message": {"content": "Hi"}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}  # fmt: skip
+    respx_mock.post(f"{BASE}/chat/completions").respond(200, json=whole)
+    agent = ModelAgent(OpenAIChat("m"), BASE, name="openai/m", key=OPENAI_KEY)
+    spec = RunSpec(target=TargetSpec("openai/m", base_url=BASE), plan=Plan(runs=1, repeat=3),
+                   out=str(tmp_path))  # fmt: skip
+    result = await Session(spec, suite=suite_of(tmp_path), target=agent).run()
+    notes = [n for n in advise(result.summary, result.meta) if "stream: true" in n]
+    assert len(notes) == 1 and notes[0].startswith("3 of 3 successful tasks have no TTFT")
+    unstreamed = RunSpec(target=TargetSpec("openai/m", stream=False), plan=spec.plan)
+    meta = {**result.meta, "spec": unstreamed.to_doc()}
+    assert not [n for n in advise(result.summary, meta) if "stream: true" in n]
+
+
+TWO_TOOLS = """
+cases:
+  - id: two
+    language: en
+    input: Weather and time in Paris?
+    tools:
+      - {name: weather, description: w, result: sunny, latency_ms: 20}
+      - {name: clock, description: c, result: noon, latency_ms: 20}
+"""
+
+
+def two_tool_turn() -> list[httpx.Response]:
+    first = streamed(
+        [
+            (0, ROLE),
+            (0.100, oa_tool(0, id="a", name="weather", arguments="{}")),
+            (0, oa_tool(1, id="b", name="clock", arguments="{}")),
+            (0, oa({}, finish="tool_calls")),
+            (0, oa_usage(20, 7)),
+            (0, DONE),
+        ]
+    )
+    return [first, text_reply("Sunny at noon.", first=0.100)]
+
+
+@pytest.mark.parametrize(("parallel", "tools_took"), [(True, 0.020), (False, 0.040)])
+async def test_the_tools_of_one_turn_run_at_once_unless_the_case_says_not(
+    tmp_path: Path, respx_mock: respx.MockRouter, parallel: bool, tools_took: float
+) -> None:
+    """Agent runtimes run a turn's tool calls concurrently; they ran one after the other (two
+    20 ms tools: 40 ms)."""
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=replies(*two_tool_turn()))
+    text = TWO_TOOLS if parallel else TWO_TOOLS + "    parallel_tools: false\n"
+    s = await measure("openai", suite_of(tmp_path, text))
+    assert s.status == "ok" and s.tool_calls == 2
+    weather, clock = (st for st in s.steps if st.kind == "tool")
+    assert weather.duration == clock.duration == pytest.approx(0.020, abs=1e-9)
+    overlap = weather.start + weather.duration > clock.start
+    assert overlap is parallel  # the step records show the overlap
+    assert s.latency == pytest.approx(0.100 + tools_took + 0.100, abs=1e-9)
+
+
+async def test_a_profiles_tool_latency_scale_applies_over_http(
+    tmp_path: Path, respx_mock: respx.MockRouter
+) -> None:
+    """The canned tools are the client's: `tool_latency_scale` of a mock profile was ignored
+    over HTTP (the default target), so a "20% slower" profile was ~10% slower end to end."""
+    from perfbench.targets.mock_http import MockHttp
+
+    profile = tmp_path / "slow-tools.yaml"
+    profile.write_text("tool_latency_scale: 2.5\n")
+    assert MockHttp(str(profile)).tool_latency_scale == 2.5
+    respx_mock.post(f"{BASE}/chat/completions").mock(side_effect=replies(*two_tool_turn()))
+    s = await measure("openai", suite_of(tmp_path, TWO_TOOLS), tool_latency_scale=2.5)
+    assert [st.duration for st in s.steps if st.kind == "tool"] == pytest.approx([0.050, 0.050])
