@@ -48,7 +48,8 @@ TARGET = (
           "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),
     _flag("api_key_env", None, str | None, panel=_T,
           help="Environment variable holding the API key (keys never go on the command "
-          "line, nor into run directories)."),
+          "line, nor into run directories); for http+agent targets it is sent as "
+          "'Authorization: Bearer …'."),
     _flag("stream", True, bool, "--stream/--no-stream", panel=_T,
           help="Stream replies (TTFT needs it)."),
     _flag("retries", 3, int, min=0, panel=_T,
@@ -57,6 +58,10 @@ TARGET = (
           help="Seconds a retry may wait for (what the server asks, or a backoff): a longer "
           "ask, or one past what the case's timeout_s leaves, ends the task as refused at once "
           "instead of waiting it out."),
+    _flag("headers", None, list[str] | None, "--header", "-H", panel=_T,
+          help="An extra request header, 'Name: value' (repeatable), for model and http+agent "
+          "targets; ${VARIABLE} in a value is read from the environment, and a credential "
+          "(Authorization, x-api-key…) must come that way, so it stays out of argv and the run."),
     _flag("check_tokens", False, bool, panel=_T,
           help="Also count output tokens offline when the API reports usage, to show the "
           "discrepancy (costs client CPU per call)."),
@@ -134,7 +139,9 @@ def shared(
 
 
 def target_spec(flags: Flags) -> TargetSpec:
-    return TargetSpec(**{f.name: flags[f.name] for f in TARGET})
+    values = {f.name: flags[f.name] for f in TARGET}
+    values["headers"] = tuple(values["headers"] or ())  # a repeated flag gives a list
+    return TargetSpec(**values)
 
 
 def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Plan:

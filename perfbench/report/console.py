@@ -6,7 +6,7 @@ runs differ, which is what a release comparison tests."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.table import Table
@@ -59,8 +59,28 @@ def language_table(summary: Mapping[str, Any]) -> Table:
     _header(table, ["lang"])
     table.add_column("tok in", justify="right")
     for lang, m in summary["pooled"]["languages"].items():
-        table.add_row(lang, *_row_tail(m), number(m.get("tokens_in"), 0))
+        table.add_row(lang, *_row_tail(m), _tokens(m, "tokens_in"))
+    _estimate_note(table, summary["pooled"]["languages"].values())
     return table
+
+
+EST = " (est.)"
+
+
+def _tokens(m: Mapping[str, Any], key: str) -> str:
+    """A token count, marked when the offline tokenizer estimated it (no usage from the API)."""
+    return number(m.get(key), 0) + (EST if m.get("tokens_estimated") else "")
+
+
+def _dollars(m: Mapping[str, Any], key: str) -> str:
+    shown = dollars(m.get(key))
+    return shown + EST if m.get("tokens_estimated") and m.get(key) is not None else shown
+
+
+def _estimate_note(table: Table, scopes: Iterable[Mapping[str, Any]]) -> None:
+    if any(m.get("tokens_estimated") for m in scopes):
+        table.caption = "(est.): the API reported no usage; tokens counted offline, a proxy"
+        table.caption_justify = "left"
 
 
 def cost_table(
@@ -92,15 +112,16 @@ def cost_table(
             key,
             str(m["tasks"]),
             number(m.get("input_chars"), 0),
-            number(m.get("tokens_in"), 0),
-            number(m.get("tokens_out"), 0),
+            _tokens(m, "tokens_in"),
+            _tokens(m, "tokens_out"),
             number(m.get("tokens_per_100_chars"), 1),
-            dollars(m.get("cost_per_task")),
-            dollars(m.get("cost_per_1k_chars")),
+            _dollars(m, "cost_per_task"),
+            _dollars(m, "cost_per_1k_chars"),
             ms(_dist(m, "latency", "p50")),
             ms(_dist(m, "latency", "p95")),
             number(m.get("usage_vs_estimate"), 2),
         )
+    _estimate_note(table, summary["pooled"].get(scope, {}).values())
     return table
 
 

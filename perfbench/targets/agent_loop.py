@@ -42,6 +42,7 @@ class ModelAgent(Target):
         check_tokens: bool = False,
         estimates: bool = True,
         tool_latency_scale: float = 1.0,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
         self.api, self.base_url, self._name = api, base_url.rstrip("/"), name
         self.stream = stream
@@ -58,8 +59,9 @@ class ModelAgent(Target):
         self.tool_latency_scale = tool_latency_scale
         # The key lives only in these headers: never in the name, the samples or errors
         # (error bodies that echo it back are redacted).
-        self._headers = {"content-type": "application/json", **api.headers(key)}
-        self._redact = Redactor(base_url, {"key": key} if key else {})
+        extra = extra_headers or {}
+        self._headers = {"content-type": "application/json", **extra, **api.headers(key)}
+        self._redact = Redactor(base_url, {**extra, "key": key} if key else extra)
         self.price_ref: str | None = name  # "provider/model" prices the calls
         self.simulated = False
         self._http = HttpClient(concurrency, transport=transport)

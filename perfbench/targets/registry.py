@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +53,9 @@ class TargetSpec:
     retries: int = 3
     max_retry_wait: float = MAX_WAIT_S  # the longest wait a retry may ask; longer: refused
     check_tokens: bool = False  # also count output tokens offline when the API reports usage
+    # Extra request headers, "Name: value"; ${VARIABLE} in a value is read from the environment
+    # when the target is made, so a secret is never on the command line nor in the run.
+    headers: tuple[str, ...] = ()
 
     def build(self, concurrency: int = 1, seed: int = 0, server_url: str | None = None) -> Target:
         """The target, with clients for ``concurrency`` tasks in flight (0: no limit).
@@ -82,12 +86,22 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
+        if spec.api_key_env or spec.headers or spec.base_url:
+            raise TargetError(
+                "python: targets make no HTTP requests of perfbench's: --api-key-env, --header "
+                "and --base-url go with model, mock+http and http+agent targets"
+            )
         return PythonCallable(arg)
     if kind in ("http+agent", "http+agents"):
         from perfbench.targets.http_agent import HttpAgent
 
         scheme = "https" if kind == "http+agents" else "http"
-        return HttpAgent(f"{scheme}:{arg}", concurrency=sizing.concurrency)
+        if spec.base_url:
+            raise TargetError("--base-url goes with model targets: an http+agent URL is whole")
+        extra = request_headers(spec.headers)
+        if spec.api_key_env:  # the agent's own key, sent as a bearer token
+            extra.setdefault("Authorization", f"Bearer {_env(spec.api_key_env, '--api-key-env')}")
+        return HttpAgent(f"{scheme}:{arg}", headers=extra, concurrency=sizing.concurrency)
     if "/" in name:
         return _model(spec, sizing)
     raise TargetError(_unknown(name))
@@ -162,6 +176,7 @@ def _model(spec: TargetSpec, sizing: Sizing) -> Target:
         retry=spec.retry(),
         concurrency=sizing.concurrency,
         check_tokens=spec.check_tokens,
+        extra_headers=request_headers(spec.headers),
     )
 
 
@@ -183,6 +198,46 @@ def _key(name: str, provider: Provider, spec: TargetSpec) -> str | None:
         f"{env} is not set: the {name} target needs an API key. Export it "
         f"(export {env}=...), or name another variable with --api-key-env NAME."
     )
+
+
+# Headers whose values are credentials: they must come from the environment, ${VARIABLE}.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key",
+                            "cookie"})  # fmt: skip
+_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def request_headers(given: tuple[str, ...]) -> dict[str, str]:
+    """``--header`` values as a dict, each ``${VARIABLE}`` read from the environment."""
+    out: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not _NAME.match(name):
+            raise TargetError(f"--header '{_shown(text)}': write it as 'Name: value'")
+        if name.lower() in SECRET_HEADERS and not _VARIABLE.search(value):
+            raise TargetError(
+                f"--header '{name}' carries a credential: give its value as ${{VARIABLE}} "
+                f"(e.g. '{name}: Bearer ${{MY_TOKEN}}'), so it stays out of the command line "
+                "and the run directory"
+            )
+        out[name] = _expand(value, f"--header '{name}'")
+    return out
+
+
+def _expand(value: str, where: str) -> str:
+    return _VARIABLE.sub(lambda found: _env(found.group(1), where), value)
+
+
+def _env(name: str, where: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise TargetError(f"{name} is not set ({where} names it): export {name}=...")
+    return value
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _unknown(spec: str) -> str:

@@ -603,3 +603,81 @@ def broken_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[s
 def test_a_missing_dependency_is_not_reported_as_a_missing_module(broken_module: str) -> None:
     with pytest.raises(TargetError, match="importing 'broken_agent_mod' failed: No module named"):
         load_callable(f"{broken_module}:run")
+
+
+async def test_an_http_agent_gets_its_key_and_headers(
+    tmp_path: Path, respx_mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--api-key-env` was silently ignored for http+agent (the agent got no Authorization);
+    `--header` did not exist."""
+    from perfbench.targets.registry import TargetSpec, resolve
+
+    monkeypatch.setenv("AGENT_KEY", "sk-agent-123456")
+    monkeypatch.setenv("TEAM_TOKEN", "tok-987654321")
+    route = respx_mock.post(URL).respond(json={"output": "Paris"})
+    spec = TargetSpec(f"http+agent:{URL.removeprefix('http:')}", api_key_env="AGENT_KEY",
+                      headers=("X-Team: perf", "X-Token: t=${TEAM_TOKEN}"))  # fmt: skip
+    target = resolve(spec)
+    try:
+        s = await measure(target, suite_of(tmp_path))
+    finally:
+        await target.aclose()
+    assert s.status == "ok"
+    sent = route.calls[0].request.headers
+    assert sent["authorization"] == "Bearer sk-agent-123456"
+    assert (sent["x-team"], sent["x-token"]) == ("perf", "t=tok-987654321")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"target": "http+agent://a/run", "headers": ("Authorization: Bearer sk-literal",)},
+            "carries a credential: give its value as ${VARIABLE}",
+        ),
+        (
+            {"target": "http+agent://a/run", "headers": ("X-Token: ${NOT_SET_ANYWHERE}",)},
+            "NOT_SET_ANYWHERE is not set (--header 'X-Token' names it)",
+        ),
+        (
+            {"target": "http+agent://a/run", "headers": ("no colon here",)},
+            "write it as 'Name: value'",
+        ),
+        (
+            {"target": "http+agent://a/run", "base_url": "http://x/v1"},
+            "--base-url goes with model targets",
+        ),
+        (
+            {"target": "python:os:getcwd", "api_key_env": "HOME"},
+            "python: targets make no HTTP requests",
+        ),
+    ],
+)
+def test_target_options_that_cannot_apply_are_refused(spec: dict[str, Any], message: str) -> None:
+    from perfbench.errors import TargetError
+    from perfbench.targets.registry import TargetSpec, resolve
+
+    with pytest.raises(TargetError) as caught:
+        resolve(TargetSpec(**spec))
+    assert message in str(caught.value)
+    assert "sk-literal" not in str(caught.value)
+
+
+async def test_model_targets_send_extra_headers_and_keep_them_out_of_errors(
+    tmp_path: Path, respx_mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perfbench.targets.registry import TargetSpec, resolve
+
+    monkeypatch.setenv("GATEWAY_TOKEN", "gw-secret-abcdef")
+    base = "http://gw.test/v1"
+    echo = f"denied for Bearer gw-secret-abcdef at {base}"
+    route = respx_mock.post(f"{base}/chat/completions").respond(403, text=echo)
+    spec = TargetSpec("openai/m", base_url=base, retries=0,
+                      headers=("Proxy-Authorization: Bearer ${GATEWAY_TOKEN}",))  # fmt: skip
+    target = resolve(spec)
+    try:
+        s = await measure(target, suite_of(tmp_path))
+    finally:
+        await target.aclose()
+    assert route.calls[0].request.headers["proxy-authorization"] == "Bearer gw-secret-abcdef"
+    assert s.error_kind == "http_403" and "gw-secret-abcdef" not in (s.error or "")

@@ -1,0 +1,34 @@
+"""The console tables (pure renderers): what `run` and `show` print."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from perfbench.report import console as tables
+
+
+def _text(renderable: Any) -> str:
+    out = Console(width=200, record=True, color_system=None)
+    out.print(renderable)
+    return out.export_text()
+
+
+def _summary(estimated: bool) -> dict[str, Any]:
+    lang = {"tasks": 4, "ok": 4, "input_chars": 40, "tokens_in": 12, "tokens_out": 30,
+            "tokens_per_100_chars": 30.0, "cost_per_task": 0.00042, "cost_per_1k_chars": 0.0105,
+            "latency": {"p50": 0.1, "p95": 0.2, "p99": 0.2, "mean": 0.1, "stddev": 0.01},
+            "tokens_estimated": estimated}  # fmt: skip
+    return {"pooled": {"languages": {"en": lang}, "overall": lang}, "runs": []}
+
+
+def test_estimated_tokens_and_their_cost_are_marked_in_the_terminal_too() -> None:
+    """The Markdown report said "(est.)"; the terminal tables did not, so `show` after a run
+    against a server that sent no usage read as measured counts."""
+    meta = {"prices": {"priced_as": "openai/gpt-4o"}}
+    estimated = _text(tables.cost_table(_summary(True), meta))
+    assert "12 (est.)" in estimated and "30 (est.)" in estimated
+    assert "$0.000420 (est.)" in estimated and "tokens counted offline" in estimated
+    assert "(est.)" in _text(tables.language_table(_summary(True)))
+    assert "(est.)" not in _text(tables.cost_table(_summary(False), meta))
