@@ -13,7 +13,8 @@ from perfbench.spec import Plan, RunSpec, SweepPlan, SweepSpec, TargetSpec
 from perfbench.stats.knee import StopRule
 
 TARGET = TargetSpec("openai/gpt-4o", base_url="http://127.0.0.1:9/v1", api_key_env="MY_KEY",
-                    stream=False, retries=0, check_tokens=True)  # fmt: skip
+                    stream=False, retries=0, check_tokens=True,
+                    headers=("X-Team: perf", "X-Token: ${TOKEN}"))  # fmt: skip
 
 
 @pytest.mark.parametrize(
