@@ -282,7 +282,9 @@ def _prices(path: Path | None) -> str | None:
 def _target_spec(doc: Mapping[str, Any]) -> TargetSpec:
     known = {f.name for f in fields(TargetSpec)}
     # JSON has no tuples: a list read back is one (headers), so the spec compares equal.
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in known}
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in known
+    }
     return TargetSpec(**values)
 
 
