@@ -117,7 +117,12 @@ class Sample:
     # The offline tokenizer's count of the output when the API also reported usage, so the
     # two can be compared (a proxy tokenizer for another model family drifts).
     tokens_out_estimate: int | None = None
+    tokens_cache_read: int | None = None  # of tokens_in: read from the prompt cache
+    tokens_cache_write: int | None = None  # of tokens_in: written to it (Anthropic)
+    tokens_reasoning: int | None = None  # of tokens_out: reasoning tokens, where reported
+    model_served: str | None = None  # the model that answered, when not the one asked
     cost: float | None = None  # USD for this task's tokens; None when unpriced
+    cost_reported: float | None = None  # USD a gateway reported (x-litellm-response-cost)
     input_chars: int = 0  # characters of the case's input (system prompt included)
     expect_ok: bool | None = None
     error_kind: str | None = None
@@ -167,7 +172,12 @@ class Sample:
             "tokens_estimated": self.tokens_estimated,
             "tokenizer": self.tokenizer,
             "tokens_out_estimate": self.tokens_out_estimate,
+            "tokens_cache_read": self.tokens_cache_read,
+            "tokens_cache_write": self.tokens_cache_write,
+            "tokens_reasoning": self.tokens_reasoning,
+            "model_served": self.model_served,
             "cost": self.cost,
+            "cost_reported": self.cost_reported,
             "input_chars": self.input_chars,
             "expect_ok": self.expect_ok,
             "error_kind": self.error_kind,

@@ -34,6 +34,11 @@ class Task:
     tokens_estimated: bool = False
     tokenizer: str | None = None
     tokens_out_estimate: int | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
+    model_served: str | None = None
+    cost_reported: float | None = None
     http_status: int | None = None
     retries: int = 0
     throttled: int = 0
@@ -141,6 +146,11 @@ class Task:
             tokens_estimated=self.tokens_estimated,
             tokenizer=self.tokenizer,
             tokens_out_estimate=self.tokens_out_estimate,
+            tokens_cache_read=self.tokens_cache_read,
+            tokens_cache_write=self.tokens_cache_write,
+            tokens_reasoning=self.tokens_reasoning,
+            model_served=self.model_served,
+            cost_reported=self.cost_reported,
             input_chars=len(self.case.system or "") + len(self.case.prompt_text()),
             expect_ok=expect_ok,
             error_kind=error_kind,

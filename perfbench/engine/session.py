@@ -22,8 +22,9 @@ from perfbench.engine.resume import Resume
 from perfbench.engine.runner import Runner
 from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
+from perfbench.sample import Sample
 from perfbench.spec import Plan, RunSpec
-from perfbench.stats.cost import Pricer
+from perfbench.stats.cost import Pricer, price
 from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
@@ -118,8 +119,8 @@ class Session:
             per_pass = plan.load.count(per_pass)
         return max(0, len(plan.passes()) * per_pass - len(self.resume.done))
 
-    def _price(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
-        return self.pricer.cost(self.price_ref, tokens_in, tokens_out)
+    def _price(self, sample: Sample) -> float | None:
+        return price(self.pricer, self.price_ref, self.target.simulated, sample)
 
     async def run(self) -> RunResult:
         started = datetime.now(UTC)

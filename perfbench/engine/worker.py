@@ -36,6 +36,7 @@ from perfbench.engine.runner import Runner
 from perfbench.errors import reason
 from perfbench.load import Adaptive
 from perfbench.sample import Phase, Sample
+from perfbench.stats.cost import price
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Price, Recorder
 from perfbench.targets import open_target
@@ -166,10 +167,12 @@ async def _work(start: Start, link: _Link) -> None:
     target = start.spec.target.build(mine, plan.seed, start.server_url)
     summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
 
-    def price(tokens_in: int | None, tokens_out: int | None) -> float | None:
-        return start.pricer.cost(start.price_ref, tokens_in, tokens_out)
+    simulated = target.simulated
 
-    recorder = _WorkerRecorder(link, summarizer, price)
+    def priced(sample: Sample) -> float | None:
+        return price(start.pricer, start.price_ref, simulated, sample)
+
+    recorder = _WorkerRecorder(link, summarizer, priced)
     runner = Runner(
         suite,
         target,

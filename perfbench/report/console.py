@@ -91,6 +91,9 @@ def cost_table(
     prices = meta.get("prices") or {}
     ref = prices.get("priced_as") or "no price"
     note = " — SIMULATED costs" if prices.get("simulated") else ""
+    served = (summary["pooled"].get("overall") or {}).get("models_served") or {}
+    if served:  # what answered is priced, not only what was asked
+        note += "; answered by " + ", ".join(f"{k} ({n} tasks)" for k, n in served.items())
     what = "language" if scope == "languages" else "tag"
     table = Table(title=f"Tokens and cost per {what} (priced as {ref}{note})", title_justify="left")
     table.add_column("lang" if scope == "languages" else "tag")

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from perfbench import yamlfile
 from perfbench.errors import PerfbenchError
+from perfbench.sample import Sample
 
 OVERRIDES = "perfbench.prices.yaml"
 # perfbench provider names → genai-prices provider ids (None: not covered; use overrides).
@@ -74,15 +75,26 @@ class Pricer:
         flight."""
         self.cost(ref, 1, 1)
 
-    def cost(self, ref: str | None, tokens_in: int | None, tokens_out: int | None) -> float | None:
-        """USD for one task's tokens under ``ref`` ("provider/model"); None when unpriced."""
+    def cost(
+        self,
+        ref: str | None,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        cache_read: int | None = None,
+        cache_write: int | None = None,
+    ) -> float | None:
+        """USD for one task's tokens under ``ref`` ("provider/model"); None when unpriced.
+        ``tokens_in`` counts every input token; ``cache_read`` and ``cache_write`` are the
+        part of them the prompt cache served or stored, priced at their own rates."""
         if ref is None or (tokens_in is None and tokens_out is None):
             return None
-        return _cost(self, ref, tokens_in or 0, tokens_out or 0)
+        return _cost(self, ref, tokens_in or 0, tokens_out or 0, cache_read or 0, cache_write or 0)
 
 
 @functools.lru_cache(maxsize=65536)
-def _cost(pricer: Pricer, ref: str, tokens_in: int, tokens_out: int) -> float | None:
+def _cost(
+    pricer: Pricer, ref: str, tokens_in: int, tokens_out: int, read: int, write: int
+) -> float | None:
     provider, _, model = ref.rpartition("/")
     for p in pricer.overrides:
         if p.model == model and p.provider in (None, provider or None):
@@ -94,8 +106,12 @@ def _cost(pricer: Pricer, ref: str, tokens_in: int, tokens_out: int) -> float | 
     if provider and provider in _PROVIDERS and provider_id is None:
         return None
     try:
+        usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out)
+        if read or write:  # genai-prices counts these within input_tokens, as perfbench does
+            usage = Usage(input_tokens=tokens_in, output_tokens=tokens_out,
+                          cache_read_tokens=read, cache_write_tokens=write)  # fmt: skip
         found = calc_price(
-            Usage(input_tokens=tokens_in, output_tokens=tokens_out),
+            usage,
             model,
             provider_id=provider_id,
             genai_request_timestamp=pricer.timestamp,
@@ -125,3 +141,18 @@ def load_pricer(
         problems = yamlfile.problems(exc, doc, model=_Overrides)
         raise PerfbenchError("\n".join(str(p) for p in problems)) from exc
     return Pricer(when, tuple(parsed.prices), parsed.date, str(path))
+
+
+def price(pricer: Pricer, ref: str | None, simulated: bool, sample: Sample) -> float | None:
+    """A task's cost. By the model that answered when the server names another than the one
+    asked (an alias resolved, a router's choice), if genai-prices knows it; else by ``ref``.
+    A simulated target is priced as its profile says (the mock's name is its own)."""
+    tokens = (sample.tokens_in, sample.tokens_out, sample.tokens_cache_read,
+              sample.tokens_cache_write)  # fmt: skip
+    if sample.model_served and ref and not simulated:
+        provider = ref.rpartition("/")[0]
+        served = f"{provider}/{sample.model_served}" if provider else sample.model_served
+        found = pricer.cost(served, *tokens)
+        if found is not None:
+            return found
+    return pricer.cost(ref, *tokens)

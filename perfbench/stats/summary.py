@@ -65,6 +65,11 @@ class _Group:
     first_chars: int = 0
     usage_out: int = 0  # output tokens by the API, for samples that also have an estimate
     estimated_out: int = 0
+    cache_read: int = 0  # input tokens the prompt cache served
+    reasoning: int = 0
+    cost_reported: float = 0.0  # what a gateway reported, for the tasks it reported on
+    reported: int = 0
+    served: dict[str, int] = field(default_factory=dict)  # model that answered → tasks
     failures: dict[str, list[Any]] = field(default_factory=dict)  # kind → [count, example]
     tokens_estimated: bool = False
     model_calls: int = 0
@@ -128,6 +133,19 @@ class _Group:
         if s.tokens_out_estimate is not None and s.tokens_out is not None:
             self.usage_out += s.tokens_out
             self.estimated_out += s.tokens_out_estimate
+        if s.tokens_cache_read is not None or s.tokens_reasoning is not None or s.model_served:
+            self._details(s)
+        if s.cost_reported is not None:
+            self.cost_reported += s.cost_reported
+            self.reported += 1
+
+    def _details(self, s: Sample) -> None:
+        """What few samples carry (cache and reasoning tokens, a served model): off the
+        common path."""
+        self.cache_read += s.tokens_cache_read or 0
+        self.reasoning += s.tokens_reasoning or 0
+        if s.model_served:
+            self.served[s.model_served] = self.served.get(s.model_served, 0) + 1
 
     def merge(self, other: _Group) -> None:
         for status, n in other.counts.items():
@@ -155,6 +173,12 @@ class _Group:
         self.first_chars += other.first_chars
         self.usage_out += other.usage_out
         self.estimated_out += other.estimated_out
+        self.cache_read += other.cache_read
+        self.reasoning += other.reasoning
+        self.cost_reported += other.cost_reported
+        self.reported += other.reported
+        for name, n in other.served.items():
+            self.served[name] = self.served.get(name, 0) + n
         for kind, (count, example) in other.failures.items():
             entry = self.failures.setdefault(kind, [0, example])
             entry[0] += count
@@ -189,6 +213,11 @@ class _Group:
             "input_chars": _per(self.input_chars, tasks),
             "tokens_per_100_chars": _per(100 * self.first_tokens_in, self.first_chars),
             "cost_per_task": self.cost / self.priced if self.priced else None,
+            # A gateway's own figure, beside perfbench's (over the tasks it reported on).
+            "cost_reported_per_task": self.cost_reported / self.reported if self.reported else None,
+            "tokens_cache_read": _per(self.cache_read, self.with_tokens),
+            "tokens_reasoning": _per(self.reasoning, self.with_tokens),
+            "models_served": dict(sorted(self.served.items())),
             "cost_per_1k_chars": 1000 * self.cost / self.input_chars
             if self.priced == tasks and self.input_chars
             else None,

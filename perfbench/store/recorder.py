@@ -20,7 +20,7 @@ class Writer(Protocol):
     def close(self) -> None: ...
 
 
-Price = Callable[[int | None, int | None], float | None]  # tokens in, out → USD or None
+Price = Callable[[Sample], float | None]  # a sample's tokens → USD, or None (unpriced)
 
 
 class Recorder:
@@ -39,7 +39,7 @@ class Recorder:
 
     def record(self, sample: Sample) -> None:
         if self.price is not None and sample.cost is None:
-            sample.cost = self.price(sample.tokens_in, sample.tokens_out)
+            sample.cost = self.price(sample)
         if self.writer is not None:
             self.writer.write(sample)
         self.summarizer.add(sample)

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,6 +142,7 @@ class ModelAgent(Target):
             raise
         # The call ends when its reply has arrived: tokenizing below is not the model's time.
         call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
+        _details(task, reply, self.api.model)
         if reply.tokens_out is None:  # no usage from the API: estimate, and say so
             self._estimate(task, reply, body)
             call.set_tokens(reply.tokens_in, reply.tokens_out)
@@ -216,6 +219,9 @@ class ModelAgent(Target):
                     return Refusal(response.status_code, response.headers, text)
                 reply = await self.api.receive(response, call, self.stream)
                 call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
+                reported = _reported_cost(response.headers)
+                if reported is not None:
+                    task.cost_reported = (task.cost_reported or 0.0) + reported
                 return reply
         except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
             raise CallFailed("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
@@ -225,6 +231,31 @@ class ModelAgent(Target):
             return self._headers
         key = f"{task.seed}|{task.case.id}|{task.phase}|{task.run}|{task.iteration}|{step}"
         return {**self._headers, "x-perfbench-key": key, "x-perfbench-case": task.case.id}
+
+
+def _details(task: Task, reply: ModelReply, asked: str) -> None:
+    """What a reply says beyond its counts: cache and reasoning tokens (summed over the task's
+    calls), and the model that answered when it is not the one asked."""
+    if reply.cache_read is not None:
+        task.tokens_cache_read = (task.tokens_cache_read or 0) + reply.cache_read
+    if reply.cache_write is not None:
+        task.tokens_cache_write = (task.tokens_cache_write or 0) + reply.cache_write
+    if reply.reasoning is not None:
+        task.tokens_reasoning = (task.tokens_reasoning or 0) + reply.reasoning
+    if reply.model and reply.model != asked:
+        task.model_served = reply.model
+
+
+def _reported_cost(headers: Mapping[str, str]) -> float | None:
+    """A gateway's own cost of the call (LiteLLM's ``x-litellm-response-cost``), in USD."""
+    text = headers.get("x-litellm-response-cost")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _output(reply: ModelReply) -> str:

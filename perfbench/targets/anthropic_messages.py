@@ -10,7 +10,14 @@ import orjson
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelReply, ToolCall, json_object
+from perfbench.targets.chat import (
+    Messages,
+    ModelReply,
+    ToolCall,
+    count,
+    json_object,
+    usage_dict,
+)
 from perfbench.task import ModelCall
 
 VERSION = "2023-06-01"
@@ -66,6 +73,7 @@ class AnthropicMessages:
         blocks: dict[int, ToolCall] = {}
         text: list[str] = []
         stopped = False
+        counts = _Counts()
 
         def event(event: sse.Event) -> None:
             nonlocal stopped
@@ -74,11 +82,12 @@ class AnthropicMessages:
             if kind == "error":
                 raise CallFailed("stream_error", str((doc.get("error") or {}).get("message")))
             stopped |= kind == "message_stop"
-            _apply(kind, doc, reply, blocks, text, call)
+            _apply(kind, doc, reply, blocks, text, call, counts)
 
         await sse.read(response, call.arrived, event)
         if not stopped:
             raise CallFailed("malformed_stream", "the stream ended before message_stop")
+        counts.into(reply)
         reply.text = "".join(text)
         reply.tool_calls = [blocks[i] for i in sorted(blocks)]
         return reply
@@ -103,6 +112,41 @@ class AnthropicMessages:
         )
 
 
+class _Counts:
+    """Anthropic's usage over a stream: ``message_start`` carries it, and ``message_delta``
+    may again (gateways translating to this format send ``input_tokens: 0`` first and the count
+    at the end): a count given later wins, as in the official SDK's stream accumulator, except
+    a zero after a count. ``input_tokens`` leaves out the cache's tokens, which are added here
+    (genai-prices counts input so)."""
+
+    __slots__ = ("output", "plain", "read", "write")
+
+    def __init__(self) -> None:
+        self.plain: int | None = None
+        self.read: int | None = None
+        self.write: int | None = None
+        self.output: int | None = None
+
+    def update(self, usage: dict[str, Any]) -> None:
+        self.plain = _later(self.plain, usage.get("input_tokens"))
+        self.read = _later(self.read, usage.get("cache_read_input_tokens"))
+        self.write = _later(self.write, usage.get("cache_creation_input_tokens"))
+        self.output = _later(self.output, usage.get("output_tokens"))
+
+    def into(self, reply: ModelReply) -> None:
+        if self.plain is not None:
+            reply.tokens_in = self.plain + (self.read or 0) + (self.write or 0)
+        reply.tokens_out = self.output
+        reply.cache_read, reply.cache_write = self.read, self.write
+
+
+def _later(known: int | None, given: Any) -> int | None:
+    found = count(given)
+    if found is None or (found == 0 and known):
+        return known
+    return found
+
+
 def _apply(
     kind: Any,
     doc: dict[str, Any],
@@ -110,10 +154,13 @@ def _apply(
     blocks: dict[int, ToolCall],
     text: list[str],
     call: ModelCall,
+    counts: _Counts,
 ) -> None:
     if kind == "message_start":
-        usage = (doc.get("message") or {}).get("usage") or {}
-        reply.tokens_in = usage.get("input_tokens")
+        message = usage_dict(doc.get("message"))
+        counts.update(usage_dict(message.get("usage")))
+        model = message.get("model")
+        reply.model = model if isinstance(model, str) and model else None
     elif kind == "content_block_start":
         block = doc.get("content_block") or {}
         if block.get("type") == "tool_use":
@@ -121,8 +168,7 @@ def _apply(
     elif kind == "content_block_delta":
         _delta(doc, blocks, text, call)
     elif kind == "message_delta":
-        usage = doc.get("usage") or {}
-        reply.tokens_out = usage.get("output_tokens", reply.tokens_out)
+        counts.update(usage_dict(doc.get("usage")))
         reply.finish = (doc.get("delta") or {}).get("stop_reason") or reply.finish
 
 
@@ -155,15 +201,18 @@ def _whole(raw: bytes) -> ModelReply:
     content = doc.get("content")
     if not isinstance(content, list):
         raise CallFailed("malformed_stream", "reply has no content list")
-    usage = doc.get("usage") or {}
-    return ModelReply(
+    model = doc.get("model")
+    reply = ModelReply(
         text="".join(b.get("text", "") for b in content if b.get("type") == "text"),
         tool_calls=[
             ToolCall(b.get("id", ""), b.get("name", ""), orjson.dumps(b.get("input", {})).decode())
             for b in content
             if b.get("type") == "tool_use"
         ],
-        tokens_in=usage.get("input_tokens"),
-        tokens_out=usage.get("output_tokens"),
         finish=doc.get("stop_reason"),
+        model=model if isinstance(model, str) and model else None,
     )
+    counts = _Counts()
+    counts.update(usage_dict(doc.get("usage")))
+    counts.into(reply)
+    return reply

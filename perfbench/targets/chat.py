@@ -30,9 +30,25 @@ class ToolCall:
 class ModelReply:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
-    tokens_in: int | None = None
-    tokens_out: int | None = None
+    tokens_in: int | None = None  # every input token, cached or not (as genai-prices counts)
+    tokens_out: int | None = None  # every output token, reasoning included
     finish: str | None = None
+    cache_read: int | None = None  # of tokens_in: read from the provider's prompt cache
+    cache_write: int | None = None  # of tokens_in: written to it (Anthropic's cache creation)
+    reasoning: int | None = None  # of tokens_out: reasoning ("thinking") tokens
+    model: str | None = None  # the model the server says answered (an alias resolved, a router)
+
+
+def count(value: Any) -> int | None:
+    """A token count from an API's usage: a whole number ≥ 0, else None (``true`` is not 1,
+    a negative or a string is not a count: a broken gateway must not make a figure up)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def usage_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)

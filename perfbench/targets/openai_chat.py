@@ -8,7 +8,14 @@ from typing import Any
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
-from perfbench.targets.chat import Messages, ModelReply, ToolCall, json_object
+from perfbench.targets.chat import (
+    Messages,
+    ModelReply,
+    ToolCall,
+    count,
+    json_object,
+    usage_dict,
+)
 from perfbench.task import ModelCall
 
 
@@ -116,8 +123,27 @@ def _apply(
                 reply.finish = finish
     usage = chunk.get("usage")
     if usage and isinstance(usage, dict):
-        reply.tokens_in = usage.get("prompt_tokens", reply.tokens_in)
-        reply.tokens_out = usage.get("completion_tokens", reply.tokens_out)
+        _usage(usage, reply)
+    if reply.model is None and "model" in chunk:
+        reply.model = _name(chunk["model"])
+
+
+def _usage(usage: dict[str, Any], reply: ModelReply) -> None:
+    """OpenAI's usage: prompt_tokens counts the cached ones too (``prompt_tokens_details``),
+    completion_tokens the reasoning ones (``completion_tokens_details``). A count that is not
+    a whole number ≥ 0 leaves what was known."""
+    for key, value in (("prompt_tokens", "tokens_in"), ("completion_tokens", "tokens_out")):
+        found = count(usage.get(key))
+        if found is not None:
+            setattr(reply, value, found)
+    cached = count(usage_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
+    reasoning = count(usage_dict(usage.get("completion_tokens_details")).get("reasoning_tokens"))
+    reply.cache_read = cached if cached is not None else reply.cache_read
+    reply.reasoning = reasoning if reasoning is not None else reply.reasoning
+
+
+def _name(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _delta(
@@ -156,17 +182,17 @@ def _whole(raw: bytes) -> ModelReply:
         message = doc["choices"][0]["message"]
     except (KeyError, IndexError, TypeError) as exc:
         raise CallFailed("malformed_stream", "reply has no choices[0].message") from exc
-    usage = doc.get("usage") or {}
-    return ModelReply(
+    reply = ModelReply(
         text=message.get("content") or "",
         tool_calls=[
             ToolCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments", ""))
             for c in message.get("tool_calls") or ()
         ],
-        tokens_in=usage.get("prompt_tokens"),
-        tokens_out=usage.get("completion_tokens"),
         finish=doc["choices"][0].get("finish_reason"),
+        model=_name(doc.get("model")),
     )
+    _usage(usage_dict(doc.get("usage")), reply)
+    return reply
 
 
 def _error_message(error: Any) -> str:

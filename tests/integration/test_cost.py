@@ -7,12 +7,14 @@ import json
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from perfbench import store
 from perfbench.engine.session import Session
 from perfbench.mock.profile import Profile
+from perfbench.sample import Sample
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import load_pricer
 from perfbench.suite import Suite
@@ -164,3 +166,103 @@ async def test_the_mock_model_is_chosen_in_the_target_string(
     with pytest.raises(TargetError, match="has no model 'nope'; it has: gpt-4o-like"):
         resolve("mock@nope")
     assert resolve("mock@deepseek-chat").name == "mock:default@deepseek-chat"  # model_map
+
+
+# --- what the API reports beyond input and output: caches, reasoning, the served model --------
+
+BASE = "http://gw.test/v1"
+
+
+async def _priced(
+    respx_mock: Any, api: str, reply: Any, model: str, *, stream: bool = False
+) -> Sample:
+    """One task through the agent loop and a real Session (so the recorder prices it)."""
+    import httpx
+
+    from perfbench.engine.observer import RunObserver
+    from perfbench.suite import Case
+    from perfbench.targets.agent_loop import ModelAgent
+    from perfbench.targets.anthropic_messages import AnthropicMessages
+    from perfbench.targets.openai_chat import OpenAIChat
+
+    path = "/messages" if api == "anthropic" else "/chat/completions"
+    respx_mock.post(BASE + path).mock(return_value=reply if isinstance(reply, httpx.Response)
+                                      else httpx.Response(200, json=reply))  # fmt: skip
+    wire = AnthropicMessages(model) if api == "anthropic" else OpenAIChat(model)
+    agent = ModelAgent(wire, BASE, name=f"{api}/{model}", stream=stream, key="k")
+    got: list[Sample] = []
+
+    class Keep(RunObserver):
+        def sample(self, sample: Sample) -> None:
+            got.append(sample)
+
+    suite = Suite.of("s", [Case(id="c", language="en", input="hi")])
+    spec = RunSpec(plan=Plan(runs=1, warmup=0), out=None)
+    pricer = load_pricer(None, WHEN, default=False)
+    await Session(spec, Keep(), suite=suite, target=agent, pricer=pricer).run()
+    [sample] = got
+    return sample
+
+
+def _usd(model: str, provider: str, **usage: int) -> float:
+    from genai_prices import Usage, calc_price
+
+    found = calc_price(Usage(**usage), model, provider_id=provider, genai_request_timestamp=WHEN)
+    return float(found.total_price)
+
+
+@pytest.mark.anyio
+async def test_anthropic_input_read_from_message_delta_and_cache_tokens_priced(
+    respx_mock: Any,
+) -> None:
+    """Gateways that translate to the Anthropic format send `input_tokens: 0` in message_start
+    and the count in message_delta: `tok in 0` on every task, cost understated. The cache's
+    tokens are input too, and priced at their own rates."""
+    from tests.integration.test_model_clients import an, an_text, streamed
+
+    start = an("message_start", message={"model": "claude-sonnet-4-5", "usage": {
+        "input_tokens": 0, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20,
+        "output_tokens": 1}})  # fmt: skip
+    body = streamed([(0, start), (0.05, an_text(0, "Hi")),
+                     (0, an("message_delta", delta={"stop_reason": "end_turn"},
+                            usage={"input_tokens": 5, "output_tokens": 7})),
+                     (0, an("message_stop"))])  # fmt: skip
+    s = await _priced(respx_mock, "anthropic", body, "claude-sonnet-4-5", stream=True)
+    assert (s.tokens_in, s.tokens_out) == (125, 7)  # 5 + 100 read + 20 written
+    assert (s.tokens_cache_read, s.tokens_cache_write) == (100, 20)
+    expected = _usd("claude-sonnet-4-5", "anthropic", input_tokens=125, output_tokens=7,
+                    cache_read_tokens=100, cache_write_tokens=20)  # fmt: skip
+    assert s.cost == pytest.approx(expected)
+    assert s.cost < _usd("claude-sonnet-4-5", "anthropic", input_tokens=125, output_tokens=7)
+
+
+@pytest.mark.anyio
+async def test_openai_cached_and_reasoning_tokens_are_recorded(respx_mock: Any) -> None:
+    choices = [{"message": {"content": "ok"}, "finish_reason": "stop"}]
+    reply = {"model": "o4-mini", "choices": choices,
+             "usage": {"prompt_tokens": 50, "completion_tokens": 9,
+                       "prompt_tokens_details": {"cached_tokens": 40},
+                       "completion_tokens_details": {"reasoning_tokens": 3}}}  # fmt: skip
+    s = await _priced(respx_mock, "openai", reply, "o4-mini")
+    assert (s.tokens_in, s.tokens_out, s.tokens_cache_read, s.tokens_reasoning) == (50, 9, 40, 3)
+    assert s.model_served is None  # the model asked answered
+    expected = _usd("o4-mini", "openai", input_tokens=50, output_tokens=9, cache_read_tokens=40)
+    assert s.cost == pytest.approx(expected)
+
+
+@pytest.mark.anyio
+async def test_the_model_that_answered_is_priced_and_a_gateways_cost_kept(
+    respx_mock: Any,
+) -> None:
+    """A router answering `gpt-4o` with `gpt-4o-mini` was priced as gpt-4o."""
+    import httpx
+
+    reply = {"model": "gpt-4o-mini", "choices": [{"message": {"content": "ok"}}],
+             "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}  # fmt: skip
+    answer = httpx.Response(200, json=reply, headers={"x-litellm-response-cost": "0.00021"})
+    s = await _priced(respx_mock, "openai", answer, "gpt-4o")
+    assert s.model_served == "gpt-4o-mini"
+    mini = _usd("gpt-4o-mini", "openai", input_tokens=1000, output_tokens=100)
+    assert s.cost == pytest.approx(mini) and mini < _usd("gpt-4o", "openai", input_tokens=1000,
+                                                          output_tokens=100)  # fmt: skip
+    assert s.cost_reported == pytest.approx(0.00021)
