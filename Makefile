@@ -1,15 +1,20 @@
 # perfbench developer commands. `make help` lists them.
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The tests whose outcome depends on the Python version (asyncio's eager tasks, and aiohttp's
+# branches on them): `make timing PYTHON=python3.12 VENV=.venv-3.12` runs them on another one.
+TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
+	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
 
-.PHONY: help install demo test lint typecheck unit bench clean
+.PHONY: help install demo test lint typecheck unit bench timing clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
@@ -27,6 +32,9 @@ lint: $(STAMP) ## ruff and mypy --strict
 test: lint ## lint, type-check and run the test suite
 	$(PY) -m pytest -q
 
+timing: $(STAMP) ## the timing tests alone (on another Python: PYTHON=python3.12 VENV=.venv-3.12)
+	$(PY) -m pytest -q -p no:cacheprovider $(TIMING)
+
 bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wrk; prints figures
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
 	$(PY) tests/bench/wrk_mock.py
@@ -36,4 +44,4 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/rate_limits.py
 
 clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .benchmarks
+	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -66,8 +66,12 @@ class Step:
     tokens_out: int | None = None
     status: Status = "ok"
     wait: float | None = None  # from the step's start to the request being sent (pool, connect)
-    headers: float | None = None  # from the request being sent to the response headers
+    headers: float | None = None  # from the request being sent to the response headers' arrival
     http_status: int | None = None
+    # The client's own delay: from the last bytes' arrival on the socket to perfbench reading
+    # them (its queueing when busy). Not in ``duration`` nor the task's latency, which end at
+    # the arrival; here so that it is seen rather than hidden.
+    read_delay: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,7 @@ class Step:
             "headers": self.headers,
             "ttft": self.ttft,
             "http_status": self.http_status,
+            "read_delay": self.read_delay,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
             "status": self.status,

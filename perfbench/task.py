@@ -202,9 +202,13 @@ class ModelCall:
             now = min(now, max(at - task.t0, self._sent if self._last is None else self._last))
         self._at = now
 
-    def headers(self, status: int) -> None:
-        """The response headers arrived."""
-        self._step.headers = self._task.now() - self._sent
+    def headers(self, status: int, at: float | None = None) -> None:
+        """The response headers arrived (``at``: when on the socket, as ``arrived`` takes it)."""
+        now = self._task.now()
+        task = self._task
+        if at is not None and task.clock is time.monotonic:
+            now = min(now, max(at - task.t0, self._sent))
+        self._step.headers = now - self._sent
         self._step.http_status = status
 
     def token(self, *, content: bool = True) -> None:
@@ -232,7 +236,10 @@ class ModelCall:
         self, *, tokens_in: int | None, tokens_out: int | None, status: Status = "ok"
     ) -> None:
         """The call ended: when its last bytes arrived (``arrived``), else now."""
-        end = self._task.now() if self._at is None or status != "ok" else self._at
+        now = self._task.now()
+        end = now if self._at is None or status != "ok" else self._at
+        if self._at is not None and status == "ok":
+            self._step.read_delay = now - self._at
         self._step.duration = end - self._step.start
         if self._task._open is self._step:
             self._task._open = None

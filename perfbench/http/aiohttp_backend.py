@@ -27,8 +27,19 @@ from perfbench.http.stamps import SocketStamps, StampedProtocol
 if TYPE_CHECKING:
     import aiohttp
 
-# The callback to run when the current request's headers go out (set around each request).
-on_sent: ContextVar[Callable[[], None] | None] = ContextVar("perfbench_on_sent", default=None)
+
+class _Exchange:
+    """What perfbench's request class learns of the request in progress (set around each
+    request; aiohttp's writer task sees it too, its context being a copy)."""
+
+    __slots__ = ("protocol", "sent")
+
+    def __init__(self, sent: Callable[[], None]) -> None:
+        self.sent = sent  # called when the request's headers go out
+        self.protocol: Any = None  # the connection's protocol, kept past aiohttp's release
+
+
+exchange: ContextVar[_Exchange | None] = ContextVar("perfbench_exchange", default=None)
 
 
 class AiohttpBackend:
@@ -50,14 +61,15 @@ class AiohttpBackend:
         if timeout is None:  # one object per distinct timeout, not one per request
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=read_timeout)
             self._timeouts[read_timeout] = timeout
-        token = on_sent.set(sent)
+        current = _Exchange(sent)
+        token = exchange.set(current)
         try:
             async with self._session.post(  # no redirects, as on httpx: they would add latency
                 url, data=content, headers=headers, timeout=timeout, allow_redirects=False
             ) as response:
-                yield _AiohttpResponse(response)
+                yield _AiohttpResponse(response, current.protocol)
         finally:
-            on_sent.reset(token)
+            exchange.reset(token)
 
     async def aclose(self) -> None:
         await self._session.close()
@@ -65,15 +77,20 @@ class AiohttpBackend:
 
 
 class _AiohttpResponse:
-    __slots__ = ("_protocol", "_response", "arrived")
+    __slots__ = ("_protocol", "_response", "arrived", "headers_at")
 
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, protocol: Any) -> None:
         self._response = response
         # When the bytes of the chunk last read arrived (time.monotonic), as the connection's
-        # protocol saw them: None when the connection is not one of ours.
+        # protocol saw them: None when the connection is not one of ours. The protocol comes
+        # from the request, not ``response.connection``: aiohttp detaches the connection once
+        # the body is complete, so a reply that arrived whole before perfbench looked (98–99.96%
+        # of them on Python 3.12) lost its stamps and was timed when read.
         self.arrived: float | None = None
-        protocol = getattr(response.connection, "protocol", None)
         self._protocol: Any = protocol if hasattr(protocol, "watched") else None
+        # When the headers arrived: with the latest bytes the connection had when they were
+        # parsed (a busy client gets to them later).
+        self.headers_at = self._protocol.last if self._protocol is not None else None
 
     @property
     def status_code(self) -> int:
@@ -176,7 +193,7 @@ def _connector_class(stamps: SocketStamps) -> type[aiohttp.TCPConnector]:
 
 
 def _request_class(stamps: SocketStamps) -> type[aiohttp.ClientRequest]:
-    """aiohttp's request, calling ``on_sent`` as it goes out and, on Python 3.11, writing it at
+    """aiohttp's request, calling ``sent`` as it goes out and, on Python 3.11, writing it at
     once as aiohttp does on 3.12+.
 
     ``write_bytes`` is called as the request leaves: its headers are buffered and its body is
@@ -195,13 +212,37 @@ def _request_class(stamps: SocketStamps) -> type[aiohttp.ClientRequest]:
     class Request(aiohttp.ClientRequest):
         def write_bytes(self, *args: Any, **kwargs: Any) -> Any:
             stamps.poll()
-            sent = on_sent.get()
-            if sent is not None:
-                sent()
+            current = exchange.get()
+            if current is not None:
+                current.sent()
             coro = super().write_bytes(*args, **kwargs)
             return coro if eager else _Started(coro)
 
+        async def send(self, conn: Any) -> aiohttp.ClientResponse:
+            current = exchange.get()
+            if current is not None:
+                current.protocol = conn.protocol
+            response = await super().send(conn)
+            if not eager:
+                _forget_finished_writer(response)
+            return response
+
     return Request
+
+
+def _forget_finished_writer(response: aiohttp.ClientResponse) -> None:
+    """Python 3.11: the body went out eagerly (``_Started``), but aiohttp's writer *task* is
+    not done until its first step runs, and its done-callback later still: a response read
+    before then releases its connection only after them. At the client's ceiling that deferred
+    72–75% of releases, and a slot's next task found no free connection in a pool sized to the
+    concurrency (waits up to 0.95 s at 64 in flight, counted as its latency). On 3.12 aiohttp
+    drops a writer task done at once; this does the same when the eager step finished it."""
+    task = response._writer
+    coro = task.get_coro() if task is not None else None
+    if isinstance(coro, _Started) and coro.finished:
+        # aiohttp's own reset, as the task's done-callback would run it (private: pinned, and
+        # tests/unit/test_pool.py fails when an aiohttp release renames it).
+        response._ClientResponse__reset_writer()  # type: ignore[attr-defined]
 
 
 class _Started(collections.abc.Coroutine[Any, Any, Any]):
@@ -219,6 +260,12 @@ class _Started(collections.abc.Coroutine[Any, Any, Any]):
             self._first = coro.send(None)
         except BaseException as exc:  # handed to the task, which raises it where it belongs
             self._outcome = exc
+
+    @property
+    def finished(self) -> bool:
+        """It ran to its end in the eager step, without an error: the task has nothing left
+        to do but take that result."""
+        return self._pending and isinstance(self._outcome, StopIteration)
 
     def send(self, value: Any) -> Any:
         if self._pending:

@@ -52,6 +52,9 @@ class _Group:
     # Per model call: from its start to its request going out (a free pooled connection, a
     # new connection's handshake). Near zero unless the client's pool or connecting held it.
     wait: Histogram = field(default_factory=Histogram)
+    # Per model call: from its last bytes' arrival to perfbench reading them (the client's own
+    # queueing; outside the latencies, which end at the arrival).
+    read_delay: Histogram = field(default_factory=Histogram)
     late: int = 0
     throttled: int = 0
     retries: int = 0
@@ -122,6 +125,8 @@ class _Group:
         for st in s.steps:
             if st.wait is not None:  # model calls only: a tool call has no request
                 self.wait.add(st.wait)
+            if st.read_delay is not None:
+                self.read_delay.add(st.read_delay)
         # The tokenizer effect shows in the first call's input, before any tool results.
         first = next((st.tokens_in for st in s.steps if st.kind == "model"), None)
         if first is not None:
@@ -156,6 +161,7 @@ class _Group:
         self.latency_intended.merge(other.latency_intended)
         self.lag.merge(other.lag)
         self.wait.merge(other.wait)
+        self.read_delay.merge(other.read_delay)
         self.late += other.late
         self.throttled += other.throttled
         self.retries += other.retries
@@ -203,6 +209,7 @@ class _Group:
             "latency_intended": self.latency_intended.summary(),
             "schedule_lag": self.lag.summary(),
             "wait": self.wait.summary(),
+            "read_delay": self.read_delay.summary(),
             "late": self.late,
             "throttled": self.throttled,
             "throttle_rate": self.throttled / tasks if tasks else None,

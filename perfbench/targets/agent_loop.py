@@ -212,7 +212,7 @@ class ModelAgent(Target):
         post = self._http.post(url, content, headers, task.case.timeout_s, call.sent)
         try:
             async with post as response:  # transport failures arrive as CallFaileds
-                call.headers(response.status_code)
+                call.headers(response.status_code, getattr(response, "headers_at", None))
                 task.http_status = response.status_code
                 if response.status_code >= 400:
                     text = (await response.aread())[:300].decode(errors="replace")
