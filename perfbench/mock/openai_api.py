@@ -8,8 +8,16 @@ from typing import Any
 import orjson
 
 from perfbench.mock.limiter import Quota
-from perfbench.mock.simulator import Reply, ToolSpec, Turn
-from perfbench.mock.wire import ApiError, Frames, chunks_of, retry_headers
+from perfbench.mock.simulator import Reply, ToolChoice, ToolSpec, Turn
+from perfbench.mock.wire import (
+    ApiError,
+    Frames,
+    chunks_of,
+    function_tool,
+    named,
+    retry_headers,
+    text_parts,
+)
 
 
 def parse(body: Any, key: str, case: str | None) -> Turn:
@@ -32,41 +40,79 @@ def parse(body: Any, key: str, case: str | None) -> Turn:
                 param=f"messages[{i}]",
             )
         tool_results += message["role"] == "tool"
-        texts.append(_text(message.get("content")))
+        texts.append(text_parts(message.get("content")))
         for call in message.get("tool_calls") or []:
             texts.append(str((call.get("function") or {}).get("arguments", "")))
     tools = tuple(_tool(t, i) for i, t in enumerate(body.get("tools") or []))
     max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+    choice, forced = tool_choice(body.get("tool_choice"), tools)
     return Turn(
         model=str(body.get("model") or ""),
         messages=tuple(texts),
         tools=tools,
         tool_results=tool_results,
-        max_tokens=int(max_tokens) if isinstance(max_tokens, int) else None,
+        max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         key=key,
         case=case,
+        tool_choice=choice,
+        forced_tool=forced,
+        parallel=body.get("parallel_tool_calls") is not False,
+        schema=_schema(body.get("response_format")),
+        min_tokens=_int(body.get("min_tokens")),
+        ignore_eos=body.get("ignore_eos") is True,
     )
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
+def tool_choice(value: Any, tools: tuple[ToolSpec, ...]) -> tuple[ToolChoice, str | None]:
+    """``tool_choice`` of Chat Completions (``{type: function, function: {name}}``) or of the
+    Responses API (``{type: function, name}``): (auto | none | required, a named tool)."""
+    if value is None or value == "auto":
+        return "auto", None
+    if not tools and value != "none":
+        raise ApiError(
+            400,
+            "invalid_request_error",
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified.",
+            param="tool_choice",
+        )
+    if value in ("none", "required"):
+        return value, None
+    if isinstance(value, dict):
+        if value.get("type") == "allowed_tools":  # a subset of the tools: still the model's pick
+            return "auto", None
+        fn = value.get("function")
+        name = (fn or {}).get("name") if isinstance(fn, dict) else value.get("name")
+        if isinstance(name, str):
+            return "required", named(name, tools, "tool_choice")
+    raise ApiError(
+        400,
+        "invalid_request_error",
+        "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a function.",
+        param="tool_choice",
+    )
+
+
+def _schema(value: Any) -> dict[str, Any] | None:
+    """The JSON schema ``response_format`` asks the answer to fit ({} for json_object)."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") == "json_object":
+        return {}
+    if value.get("type") == "json_schema":
+        spec = value.get("json_schema") or {}
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        return schema if isinstance(schema, dict) else {}
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _tool(tool: Any, i: int) -> ToolSpec:
     fn = tool.get("function") if isinstance(tool, dict) else None
-    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise ApiError(
-            400,
-            "invalid_request_error",
-            f"tools[{i}].function.name is required",
-            param=f"tools[{i}]",
-        )
-    params = fn.get("parameters")
-    return ToolSpec(fn["name"], params if isinstance(params, dict) else {})
+    return function_tool(fn, f"tools[{i}]", f"tools[{i}].function.name is required")
 
 
 def _usage(reply: Reply) -> dict[str, int]:
@@ -80,13 +126,14 @@ def _usage(reply: Reply) -> dict[str, int]:
 def body(reply: Reply, request_id: str, created: int, model: str) -> bytes:
     """The non-streaming ``chat.completion`` object."""
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
-    if reply.tool_name is not None:
+    if reply.calls:
         message["tool_calls"] = [
             {
-                "id": reply.tool_id,
+                "id": call.id,
                 "type": "function",
-                "function": {"name": reply.tool_name, "arguments": reply.text},
+                "function": {"name": call.name, "arguments": reply.arguments(call)},
             }
+            for call in reply.calls
         ]
     else:
         message["content"] = reply.text
@@ -120,26 +167,23 @@ def stream(reply: Reply, request_id: str, created: int, model: str, usage: bool)
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return _sse({**base, "choices": [choice], **extra})
 
-    head = [chunk({"role": "assistant", "content": "" if reply.tool_name is None else None})]
-    if reply.tool_name is not None:
-        # The chunk naming the tool is generated output: it goes out with the first token, not
-        # with the headers, or a client would see a token before the model produced one.
-        first = {
-            "tool_calls": [
-                {
-                    "index": 0,
-                    "id": reply.tool_id,
-                    "type": "function",
-                    "function": {"name": reply.tool_name, "arguments": ""},
-                }
-            ]
-        }
+    head = [chunk({"role": "assistant", "content": None if reply.calls else ""})]
+    if reply.calls:
         tokens = [
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
-            for p in reply.pieces
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+            for i, call in enumerate(reply.calls)
+            for p in reply.pieces[call.start : call.end]
         ]
-        if tokens:
-            tokens[0] = chunk(first) + tokens[0]
+        for i, call in enumerate(reply.calls):
+            # The chunk naming a tool is generated output: it goes out with the call's first
+            # token, not with the headers, or a client would see output before the model made it.
+            naming = {
+                "index": i,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
+            tokens[call.start] = chunk({"tool_calls": [naming]}) + tokens[call.start]
     else:
         empty = {"index": 0, "delta": {"content": ""}, "logprobs": None, "finish_reason": None}
         whole = _sse({**base, "choices": [empty], **extra})
@@ -159,7 +203,7 @@ def _sse(obj: dict[str, Any]) -> bytes:
 ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
-    404: ("invalid_request_error", "model_not_found"),
+    404: ("invalid_request_error", None),
     429: ("requests", "rate_limit_exceeded"),
     500: ("server_error", None),
     503: ("server_error", "service_unavailable"),

@@ -79,8 +79,11 @@ class SimModel(_Strict):
         """Simulated token count of ``chars`` characters of ``language`` text."""
         if not chars:
             return 0
-        rate = self.tokens_per_char.get(language) or self.tokens_per_char.get("default", 0.3)
-        return max(1, math.ceil(chars * rate))
+        return max(1, math.ceil(chars * self.rate(language)))
+
+    def rate(self, language: str) -> float:
+        """Tokens per character of ``language`` text."""
+        return self.tokens_per_char.get(language) or self.tokens_per_char.get("default", 0.3)
 
 
 class RateLimits(_Strict):
@@ -137,8 +140,11 @@ class Profile(_Strict):
     models: dict[str, SimModel] = Field(default_factory=lambda: {"sim": SimModel()}, min_length=1)
     # Request model name (shell-style pattern) → simulated model; unmatched names get the first.
     model_map: dict[str, str] = Field(default_factory=dict)
-    # Case id → the tools the model calls, in order (default: the request's tools in order).
-    plans: dict[str, list[str]] = Field(default_factory=dict)
+    # Case id → the tools the model calls, one turn per entry; an entry that is a list is
+    # one turn calling several tools at once. Default: the request's tools in order.
+    plans: dict[str, list[str | list[str]]] = Field(default_factory=dict)
+    # Without a plan, the most tool calls in one turn (when the request allows parallel calls).
+    parallel_tool_calls: int = Field(default=1, ge=1, le=128)
     rate_limits: RateLimits = RateLimits()
     faults: Faults = Faults()
 

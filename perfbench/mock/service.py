@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
-from perfbench.mock import anthropic_api, openai_api
+from perfbench.mock import anthropic_api, openai_api, responses_api
 from perfbench.mock.limiter import Limiter, Quota
 from perfbench.mock.profile import FAULT_KINDS, Profile
 from perfbench.mock.simulator import Reply, Simulator, Turn
@@ -25,6 +25,17 @@ JSON = "application/json"
 TIMINGS_KEPT = 200_000
 KEY_HEADER = "x-perfbench-key"  # perfbench's clients name each model call, for seeded draws
 CASE_HEADER = "x-perfbench-case"
+RESPONSES_KEPT = 100_000  # Responses API objects a previous_response_id can continue
+
+Api = Literal["openai", "anthropic", "responses", "count_tokens"]
+APIS: dict[str, Api] = {
+    "/v1/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+    "/v1/messages/count_tokens": "count_tokens",
+}
+_ID_PREFIX = {"openai": "chatcmpl-", "anthropic": "msg_", "responses": "resp_", "count_tokens": ""}
+KNOWN_PATHS = frozenset([*APIS, "/health", "/stats", "/stats/timings", "/v1/models"])
 
 
 @dataclass
@@ -92,12 +103,14 @@ class Service:
         self.limiter = Limiter(profile.rate_limits, clock)
         self.stats = Stats()
         self._seen: Counter[bytes] = Counter()  # body digest → occurrences, for unkeyed requests
+        self._responses: dict[str, responses_api.Context] = {}  # by id, oldest first
         self._ids = 0
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
         """``headers`` must look names up case-insensitively (or hold lower-case keys)."""
         self.stats.requests += 1
-        self.stats.by_path[path] += 1
+        # Any path a client sends would be a key: the unknown ones share one.
+        self.stats.by_path[path if path in KNOWN_PATHS else "(other)"] += 1
         plan = self._route(method, path, headers, body)
         self.stats.by_status[plan.status] += 1
         if plan.status == 200:
@@ -114,7 +127,7 @@ class Service:
             self.limiter.release()
 
     def _route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
-        anthropic = path == "/v1/messages" or "anthropic-version" in headers
+        anthropic = path.startswith("/v1/messages") or "anthropic-version" in headers
         if (method, path) == ("GET", "/health"):
             return _json({"status": "ok", "profile": self.profile.name})
         if (method, path) == ("GET", "/stats"):
@@ -123,25 +136,31 @@ class Service:
             return _json({"timings": self.stats.timings})
         if (method, path) == ("GET", "/v1/models"):
             return _json(self._models(anthropic))
-        if path in ("/v1/chat/completions", "/v1/messages"):
-            if method != "POST":
-                return _error(ApiError(405, None, f"use POST for {path}"), anthropic)
-            try:
-                return self._complete(headers, body, anthropic)
-            except ApiError as err:
-                return _error(err, anthropic)
-        return _error(ApiError(404, None, f"no route {method} {path}"), anthropic)
-
-    def _complete(self, headers: Mapping[str, str], raw: bytes, anthropic: bool) -> SendPlan:
+        api = APIS.get(path)
+        if api is None:
+            return _error(_no_route(method, path, anthropic), anthropic)
+        if method != "POST":
+            return _error(ApiError(405, None, f"use POST for {path}"), anthropic)
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ApiError(400, None, f"the body is not valid JSON: {exc}") from exc
+            request = _json_body(body)
+            if api == "count_tokens":
+                turn = anthropic_api.parse(request, "", None, counting=True)
+                return _json_bytes(anthropic_api.count_tokens(self.simulator.prompt_tokens(turn)))
+            return self._complete(api, headers, body, request)
+        except ApiError as err:
+            return _error(err, anthropic)
+
+    def _complete(
+        self, api: Api, headers: Mapping[str, str], raw: bytes, body: dict[str, Any]
+    ) -> SendPlan:
         key = headers.get(KEY_HEADER) or self._unkeyed(raw)
         case = headers.get(CASE_HEADER)
-        api = anthropic_api if anthropic else openai_api
-        turn: Turn = api.parse(body, key, case)
+        if api == "responses":
+            turn = responses_api.parse(body, key, case, self._context(body))
+        else:
+            turn = (anthropic_api if api == "anthropic" else openai_api).parse(body, key, case)
         reply = self.simulator.reply(turn)
+        anthropic = api == "anthropic"
         limit_headers: dict[str, str] = {}
         if self.limiter.active:  # no limits, no bookkeeping and no headers
             quota = self.limiter.admit(reply.prompt_tokens + reply.completion_tokens)
@@ -154,19 +173,18 @@ class Service:
                 return _error(ApiError(429, None, message, headers=limit_headers), anthropic)
         if reply.fault:
             self.stats.faults[reply.fault] += 1
-        plan = self._reply_plan(reply, body, turn.model, anthropic)
+        plan = self._reply_plan(api, reply, body, turn)
         plan.headers.update(limit_headers)
         plan.holds_slot = self.limiter.active
         if reply.fault == "stall":
             plan.delay += reply.stall_s
         return plan
 
-    def _reply_plan(
-        self, reply: Reply, body: dict[str, Any], model: str, anthropic: bool
-    ) -> SendPlan:
+    def _reply_plan(self, api: Api, reply: Reply, body: dict[str, Any], turn: Turn) -> SendPlan:
         self._ids += 1
-        request_id = f"msg_{self._ids:012d}" if anthropic else f"chatcmpl-{self._ids:012d}"
-        name = model or reply.model
+        anthropic = api == "anthropic"
+        request_id = f"{_ID_PREFIX[api]}{self._ids:012d}"
+        name = turn.model or reply.model
         if reply.fault in ("error_500", "error_503"):
             status = 500 if reply.fault == "error_500" else (529 if anthropic else 503)
             err = ApiError(
@@ -180,22 +198,54 @@ class Service:
             plan.delay = reply.ttft
             return plan
         headers = {"request-id" if anthropic else "x-request-id": request_id}
+        ids = responses_api.Ids(request_id, f"{self._ids:012d}") if api == "responses" else None
+        if ids is not None:
+            self._remember(body, ids.response, turn, reply)
         if body.get("stream"):
             self.stats.streams += 1
             if anthropic:
                 frames = anthropic_api.stream(reply, request_id, name)
+            elif ids is not None:
+                frames = responses_api.stream(reply, body, ids, _created(), name)
             else:
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 frames = openai_api.stream(reply, request_id, _created(), name, usage)
             return SendPlan(headers=headers, frames=frames, due=reply.due(), fault=reply.fault)
-        payload = (
-            anthropic_api.body(reply, request_id, name)
-            if anthropic
-            else openai_api.body(reply, request_id, _created(), name)
-        )
+        if anthropic:
+            payload = anthropic_api.body(reply, request_id, name)
+        elif ids is not None:
+            payload = responses_api.body(reply, body, ids, _created(), name)
+        else:
+            payload = openai_api.body(reply, request_id, _created(), name)
         headers["content-type"] = JSON
         done = reply.due()[-1] if reply.pieces else reply.ttft
         return SendPlan(headers=headers, body=payload, delay=done, fault=reply.fault)
+
+    def _context(self, body: dict[str, Any]) -> responses_api.Context:
+        """What a ``previous_response_id`` continues; OpenAI's 400 when it is not known."""
+        previous = body.get("previous_response_id")
+        if previous is None:
+            return responses_api.Context()
+        found = self._responses.get(previous) if isinstance(previous, str) else None
+        if found is None:
+            raise ApiError(
+                400,
+                "invalid_request_error",
+                f"Previous response with id '{previous}' not found.",
+                param="previous_response_id",
+                code="previous_response_not_found",
+            )
+        return found
+
+    def _remember(self, body: dict[str, Any], response_id: str, turn: Turn, reply: Reply) -> None:
+        # Only what a continuation needs, and only the newest RESPONSES_KEPT: a benchmark
+        # makes millions of responses, and each is kept unless the request says store: false.
+        if body.get("store") is False:
+            return
+        if len(self._responses) >= RESPONSES_KEPT:
+            del self._responses[next(iter(self._responses))]
+        tokens = reply.prompt_tokens + reply.completion_tokens
+        self._responses[response_id] = responses_api.Context(turn.tool_results, tokens)
 
     def _rate_headers(self, quota: Quota, anthropic: bool) -> dict[str, str]:
         if anthropic:
@@ -245,7 +295,25 @@ def _created() -> int:
 
 
 def _json(doc: dict[str, Any], status: int = 200) -> SendPlan:
-    return SendPlan(status=status, headers={"content-type": JSON}, body=orjson.dumps(doc))
+    return _json_bytes(orjson.dumps(doc), status)
+
+
+def _json_bytes(body: bytes, status: int = 200) -> SendPlan:
+    return SendPlan(status=status, headers={"content-type": JSON}, body=body)
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, None, f"the body is not valid JSON: {exc}") from exc
+
+
+def _no_route(method: str, path: str, anthropic: bool) -> ApiError:
+    """A 404 in each provider's words: a client must not read it as an unknown model."""
+    if anthropic:
+        return ApiError(404, "not_found_error", f"Not Found: {method} {path}")
+    return ApiError(404, "invalid_request_error", f"Invalid URL ({method} {path})")
 
 
 def _error(err: ApiError, anthropic: bool) -> SendPlan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,9 +39,13 @@ class ToolSpec:
     parameters: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+ToolChoice = Literal["auto", "none", "required"]
+
+
+@dataclass(slots=True)
 class Turn:
-    """A provider-neutral view of one model request."""
+    """A provider-neutral view of one model request. Not frozen: a frozen dataclass sets each
+    of its fields through ``object.__setattr__``, a cost per request the server felt."""
 
     model: str
     messages: tuple[str, ...]  # the text of every message, for counting prompt tokens
@@ -49,9 +54,27 @@ class Turn:
     max_tokens: int | None = None
     key: str = ""  # seeds this reply's draws
     case: str | None = None  # a case id, when the client names it, for scripted plans
+    tool_choice: ToolChoice = "auto"
+    forced_tool: str | None = None  # tool_choice naming one tool: that tool, every turn
+    parallel: bool = True  # the client allows several tool calls in one turn
+    # Structured output: the answer is JSON fitting this schema ({} for any JSON object).
+    schema: dict[str, Any] | None = None
+    min_tokens: int | None = None  # vLLM's: no end of answer before this many tokens
+    ignore_eos: bool = False  # vLLM's: answer until max_tokens
+    context_tokens: int = 0  # prompt tokens held by the server (a previous_response_id)
 
 
 Finish = Literal["stop", "tool_calls", "length"]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call in a reply: its arguments are ``pieces[start:end]`` of the reply."""
+
+    name: str
+    id: str
+    start: int
+    end: int
 
 
 @dataclass(slots=True)
@@ -62,8 +85,7 @@ class Reply:
     ttft: float  # seconds from the request to the first token
     gaps: list[float]  # seconds between consecutive tokens (len(pieces) - 1 of them)
     finish: Finish = "stop"
-    tool_name: str | None = None
-    tool_id: str | None = None
+    calls: tuple[Call, ...] = ()  # the tool calls, in order; none for an answer
     fault: str | None = None
     stall_s: float = 0.0
 
@@ -74,6 +96,9 @@ class Reply:
     @property
     def text(self) -> str:
         return "".join(self.pieces)
+
+    def arguments(self, call: Call) -> str:
+        return "".join(self.pieces[call.start : call.end])
 
     def due(self) -> list[float]:
         """When each token is due, in seconds from the request's arrival."""
@@ -100,19 +125,22 @@ class Simulator:
         rng = self.rng(turn.key)
         fault = profile.faults.pick(rng.random()) if self._draws else None
         name, model = self._model(turn.model)
-        prompt = sum(model.tokens(len(t), _language(t)) for t in turn.messages)
-        tool = self._next_tool(turn)
-        if tool is not None:
-            arguments = orjson.dumps(_arguments(tool.parameters)).decode()
-            pieces = _split(arguments, model.tokens(len(arguments), "en"))
-            finish: Finish = "tool_calls"
+        prompt = turn.context_tokens + self.prompt_tokens(turn, model)
+        tools = self._next_tools(turn)
+        calls: list[Call] = []
+        finish: Finish = "stop"
+        if tools:
+            pieces: list[str] = []
+            for i, tool in enumerate(tools):
+                arguments = orjson.dumps(_arguments(tool.parameters)).decode()
+                start = len(pieces)
+                pieces += _split(arguments, model.tokens(len(arguments), "en"))
+                calls.append(
+                    Call(tool.name, _tool_id(turn.key, turn.tool_results + i), start, len(pieces))
+                )
+            finish = "tool_calls"
         else:
-            language = _language(turn.messages[-1]) if turn.messages else "en"
-            chars = max(1, round(profile.output_chars.draw(rng)))
-            pieces = list(_answer(language, chars, model.tokens(chars, language)))
-            finish = "stop"
-            if turn.max_tokens is not None and len(pieces) > turn.max_tokens:
-                pieces, finish = pieces[: turn.max_tokens], "length"
+            pieces, finish = self._text_reply(turn, model, rng)
         ttft = profile.ttft_ms.draw(rng) * _MS
         itl = profile.itl_ms
         if itl.fixed is not None:  # the common benchmark case: no draws at all
@@ -126,11 +154,42 @@ class Simulator:
             ttft=ttft,
             gaps=gaps,
             finish=finish,
-            tool_name=tool.name if tool else None,
-            tool_id=_tool_id(turn.key, turn.tool_results) if tool else None,
+            calls=tuple(calls),
             fault=fault,
             stall_s=profile.faults.stall_s,
         )
+
+    def prompt_tokens(self, turn: Turn, model: SimModel | None = None) -> int:
+        """The turn's prompt by the simulated tokenizer (what count_tokens answers)."""
+        model = model or self._model(turn.model)[1]
+        return sum(model.tokens(len(t), _language(t)) for t in turn.messages)
+
+    def _text_reply(
+        self, turn: Turn, model: SimModel, rng: random.Random
+    ) -> tuple[list[str], Finish]:
+        """The answer's tokens: filler in the conversation's language (or JSON fitting the
+        requested schema), as long as the profile draws, within the request's length limits."""
+        limit = turn.max_tokens
+        if turn.schema is not None:
+            text = orjson.dumps(_arguments(turn.schema) or {"answer": "ok"}).decode()
+            pieces = _split(text, model.tokens(len(text), "en"))
+            # JSON cut short is what a real model sends at its limit: the client must cope.
+            if limit is not None and len(pieces) > limit:
+                return pieces[:limit], "length"
+            return pieces, "stop"
+        language = _language(turn.messages[-1]) if turn.messages else "en"
+        chars = max(1, round(self.profile.output_chars.draw(rng)))
+        tokens = model.tokens(chars, language)
+        wanted = limit if turn.ignore_eos and limit is not None else None
+        if turn.min_tokens is not None and tokens < turn.min_tokens:
+            wanted = max(wanted or 0, turn.min_tokens)
+        if wanted is not None:  # a set length: enough text for that many tokens, one each
+            tokens = wanted
+            chars = max(chars, tokens, math.ceil(tokens / model.rate(language)))
+        pieces = list(_answer(language, chars, tokens))
+        if limit is not None and len(pieces) > limit:
+            return pieces[:limit], "length"
+        return pieces, "length" if wanted is not None and wanted == limit else "stop"
 
     def _model(self, requested: str) -> tuple[str, SimModel]:
         # Matching shell patterns on every request showed in profiles; names repeat.
@@ -141,15 +200,46 @@ class Simulator:
             found = self._models[requested] = self.profile.model(requested)
         return found
 
-    def _next_tool(self, turn: Turn) -> ToolSpec | None:
-        """Call the tools in order (or the case's scripted plan), one per turn, then answer."""
+    def _next_tools(self, turn: Turn) -> list[ToolSpec]:
+        """The tools this turn calls: the case's scripted plan, else the request's tools in
+        order, ``parallel_tool_calls`` of them per turn, until all were called; then none (an
+        answer). ``tool_choice`` overrides as on the real APIs: ``none`` answers, a named tool
+        is called every turn, and ``required`` starts the tools over rather than answer."""
+        if not turn.tools or turn.tool_choice == "none":
+            return []
+        plan = self.profile.plans.get(turn.case or "") if self.profile.plans else None
+        width = self.profile.parallel_tool_calls if turn.parallel else 1
+        if plan is None and width == 1 and turn.forced_tool is None:  # the common case, quickly
+            if turn.tool_results < len(turn.tools):
+                return [turn.tools[turn.tool_results]]
+            if turn.tool_choice != "required":
+                return []
         by_name = {t.name: t for t in turn.tools}
-        plan = self.profile.plans.get(turn.case or "")
-        names = plan if plan is not None else [t.name for t in turn.tools]
-        if turn.tool_results >= len(names):
-            return None
-        name = names[turn.tool_results]
-        return by_name.get(name, ToolSpec(name))
+        if turn.forced_tool is not None:
+            return [by_name.get(turn.forced_tool, ToolSpec(turn.forced_tool))]
+        if plan is not None:
+            turns = [[entry] if isinstance(entry, str) else list(entry) for entry in plan]
+        else:
+            names = [t.name for t in turn.tools]
+            turns = [names[i : i + width] for i in range(0, len(names), width)]
+        index = _position(turns, turn.tool_results)
+        if index >= len(turns):
+            total = sum(len(t) for t in turns)
+            if turn.tool_choice != "required" or not total:
+                return []
+            index = _position(turns, turn.tool_results % total)
+        names = turns[index] if turn.parallel else turns[index][:1]
+        return [by_name.get(n, ToolSpec(n)) for n in names]
+
+
+def _position(turns: list[list[str]], results: int) -> int:
+    """Which turn of a plan comes after ``results`` tool results: each turn's calls, once all
+    answered, move it on (a client that runs a turn's calls one by one is still in that turn)."""
+    index = done = 0
+    while index < len(turns) and done + len(turns[index]) <= results:
+        done += len(turns[index])
+        index += 1
+    return index
 
 
 @functools.lru_cache(maxsize=4096)

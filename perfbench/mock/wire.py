@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
+
+from perfbench.mock.simulator import ToolSpec
 
 
 class ApiError(Exception):
@@ -39,6 +42,35 @@ class Frames:
     malformed: bytes = b""
     content_type: str = "text/event-stream; charset=utf-8"
     extra: dict[str, str] = field(default_factory=dict)
+
+
+def text_parts(content: Any) -> str:
+    """A message's text: a plain string, or the text of its content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def function_tool(spec: Any, name_param: str, message: str) -> ToolSpec:
+    """A function tool's name and parameter schema; a tool without a name is a 400."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise ApiError(400, "invalid_request_error", message, param=name_param)
+    params = spec.get("parameters")
+    return ToolSpec(spec["name"], params if isinstance(params, dict) else {})
+
+
+def named(name: str, tools: tuple[ToolSpec, ...], param: str) -> str:
+    """A tool the request forces by name, which must be one of its tools."""
+    if name not in {t.name for t in tools}:
+        raise ApiError(
+            400,
+            "invalid_request_error",
+            f"Invalid value for '{param}': no tool named '{name}' in 'tools'.",
+            param=param,
+        )
+    return name
 
 
 def chunks_of(pieces: list[str], template: bytes, marker: bytes, opening: bytes) -> list[bytes]:

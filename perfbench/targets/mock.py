@@ -6,6 +6,8 @@ when the reply is a tool call, runs the case's tool with its canned latency and 
 
 from __future__ import annotations
 
+import anyio
+
 from perfbench.clock import sleep_until
 from perfbench.mock.limiter import Limiter
 from perfbench.mock.profile import Profile, RateLimits
@@ -89,18 +91,19 @@ class MockAgent(Target):
             if failed is not None:
                 return failed
             messages.append(reply.text)
-            if reply.tool_name is None:
+            if not reply.calls:
                 return task.sample("ok", expect_ok=case.expect.check(called, reply.text))
-            result = await self._call_tool(task, case, reply.tool_name)
-            if result is None:
+            names = [c.name for c in reply.calls]
+            unknown = next((n for n in names if not any(t.name == n for t in case.tools)), None)
+            if unknown is not None:
                 return task.sample(
                     "error",
                     error_kind="unknown_tool",
-                    error=f"the model called '{reply.tool_name}', which the case does not declare",
+                    error=f"the model called '{unknown}', which the case does not declare",
                     expect_ok=False,
                 )
-            called.append(reply.tool_name)
-            messages.append(result)
+            messages += await self._call_tools(task, case, names)
+            called += names
         return task.sample(
             "error",
             error_kind="max_steps",
@@ -119,7 +122,7 @@ class MockAgent(Target):
             call.finish(tokens_in=reply.prompt_tokens, tokens_out=None, status="error")
             kind, message = _FAULTS[reply.fault]
             return task.sample("error", error_kind=kind, error=message)
-        content = reply.tool_name is None
+        content = not reply.calls
         broken = reply.fault in ("reset", "truncate", "malformed")
         due = reply.due()
         for i, offset in enumerate(due):
@@ -132,10 +135,23 @@ class MockAgent(Target):
         call.finish(tokens_in=reply.prompt_tokens, tokens_out=reply.completion_tokens)
         return None
 
-    async def _call_tool(self, task: Task, case: Case, name: str) -> str | None:
-        tool = next((t for t in case.tools if t.name == name), None)
-        if tool is None:
-            return None
+    async def _call_tools(self, task: Task, case: Case, names: list[str]) -> list[str]:
+        """The turn's tools with their canned latencies: at once (each its own step), or in
+        turn when the case says ``parallel_tools: false``; their results in call order."""
+        if len(names) == 1 or not case.parallel_tools:
+            return [await self._call_tool(task, case, name) for name in names]
+        results = [""] * len(names)
+
+        async def one(i: int, name: str) -> None:
+            results[i] = await self._call_tool(task, case, name)
+
+        async with anyio.create_task_group() as tg:
+            for i, name in enumerate(names):
+                tg.start_soon(one, i, name)
+        return results
+
+    async def _call_tool(self, task: Task, case: Case, name: str) -> str:
+        tool = next(t for t in case.tools if t.name == name)
         with task.tool_call(name):
             delay = tool.latency_ms * self.profile.tool_latency_scale * _MS
             await sleep_until(task.clock, task.clock() + delay)

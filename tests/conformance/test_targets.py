@@ -23,7 +23,7 @@ from perfbench.mock.profile import load_profile
 from perfbench.mock.server import serve_in_thread
 from perfbench.sample import Sample, known_kind
 from perfbench.spec import Plan, RunSpec, TargetSpec
-from perfbench.suite import Case, Expect, Message, Suite
+from perfbench.suite import Case, Expect, Message, Suite, Tool
 from perfbench.targets import Target
 from perfbench.targets.http_agent import AgentMapping, HttpAgent
 
@@ -158,3 +158,54 @@ def test_an_agent_behind_http(servers: dict[str, str], fault: str, backend: str)
     agent = HttpAgent(url, mapping=AgentMapping(output="choices.0.message.content", tool_calls=None,
                                                 steps=None, usage="usage"))  # fmt: skip
     _check(_measure(_spec(f"http+agent:{url}"), backend, agent), AGENT[fault])
+
+
+TOOLS = [Tool(name=n, description=n, result="ok", latency_ms=30) for n in ("a", "b", "c")]
+PARALLEL = Suite.of(
+    "parallel",
+    [
+        Case(id="at-once", language="en", input="all three", tools=TOOLS, timeout_s=5.0),
+        Case(id="in-turn", language="en", input="all three", tools=TOOLS, timeout_s=5.0,
+             parallel_tools=False),
+    ],
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def parallel_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    path = tmp_path_factory.mktemp("parallel") / "parallel.yaml"
+    path.write_text(
+        "ttft_ms: 2\nitl_ms: 0\noutput_chars: 20\nparallel_tool_calls: 3\n"
+        "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
+    )
+    with serve_in_thread(load_profile(str(path))) as server:
+        yield path, server.url
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("kind", ["mock", "mock+http", "openai", "anthropic"])
+def test_a_turn_of_parallel_tool_calls(
+    parallel_profile: tuple[Path, str], kind: str, stream: bool
+) -> None:
+    """A profile's ``parallel_tool_calls``: one model turn asks for all three tools, and every
+    target runs them at once (or in turn when the case says so), each a step of its own."""
+    path, url = parallel_profile
+    target = {"mock": f"mock:{path}", "mock+http": f"mock+http:{path}",
+              "openai": "openai/m", "anthropic": "anthropic/m"}[kind]  # fmt: skip
+    base = {"openai": url + "/v1", "anthropic": url}.get(kind)
+    spec = RunSpec(
+        target=TargetSpec(target, base_url=base, stream=stream, retries=0),
+        plan=Plan(runs=1, warmup=0, concurrency=1),
+        out=None,
+    )
+    watch = _Samples()
+    anyio.run(Session(spec, watch, suite=PARALLEL, target=None).run, backend="asyncio")
+    got = {s.case: s for s in watch.got}
+    for case, overlapping in (("at-once", True), ("in-turn", False)):
+        s = got[case]
+        assert s.status == "ok" and s.tool_calls == 3, (case, s.error)
+        models = [st for st in s.steps if st.kind == "model"]
+        tools = sorted((st for st in s.steps if st.kind == "tool"), key=lambda st: st.start)
+        assert len(models) == 2 and [t.name for t in tools] == ["a", "b", "c"]
+        overlap = tools[0].start + tools[0].duration > tools[2].start
+        assert overlap is overlapping, case
