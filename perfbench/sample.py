@@ -27,6 +27,7 @@ ERROR_KINDS: dict[str, str] = {
     "stream_error": "an error event inside a model's stream",
     "malformed_response": "an agent's answer that is not JSON or lacks its output",
     "transport_error": "any other transport failure (a proxy's error…)",
+    "too_large": "a reply past a read limit: body, event-stream line, decompression ratio",
     # the agent
     "max_steps": "no final answer after the case's max_steps",
     "unknown_tool": "the model called a tool the case does not declare",

@@ -156,7 +156,7 @@ class RunSpec:
         """The spec as JSON (meta.json ``spec``)."""
         return {
             "cases": list(self.cases),
-            "target": asdict(self.target),
+            "target": self.target.to_doc(),
             "plan": _plan_doc(self.plan),
             "label": self.label,
             "prices": self.prices,
@@ -232,7 +232,7 @@ class SweepSpec:
         plan["base"].pop("load", None)  # a level's load is derived from the level
         return {
             "cases": list(self.cases),
-            "target": asdict(self.target),
+            "target": self.target.to_doc(),
             "plan": plan,
             "label": self.label,
             "prices": self.prices,

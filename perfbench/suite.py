@@ -22,6 +22,10 @@ from perfbench.language import detect_language
 
 SUFFIXES = (".yaml", ".yml")
 _NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
+# The largest max_tokens a case may ask: servers written in Go or Rust, and protobuf APIs,
+# read it as a 32-bit integer and refuse more; no model comes near it.
+MAX_TOKENS = 2**31 - 1
+_JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
 
 class _Strict(BaseModel):
@@ -42,6 +46,9 @@ class Tool(_Strict):
     def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
         if value.get("type") != "object":
             raise ValueError("must be a JSON schema with type: object")
+        wrong = _schema_problem(value)
+        if wrong:
+            raise ValueError(wrong)
         return value
 
     def result_text(self) -> str:
@@ -49,6 +56,47 @@ class Tool(_Strict):
         if isinstance(self.result, str):
             return self.result
         return json.dumps(self.result, ensure_ascii=False, sort_keys=True)
+
+
+def _schema_problem(schema: dict[str, Any], at: yamlfile.Loc = ()) -> str | None:
+    """What in a tool's JSON schema servers refuse and the mock cannot fill in with arguments
+    (it reads type, enum, required, properties and items), or None: check passing a schema
+    that every run then fails on was worse than saying so here."""
+    wrong = _keyword_problem(schema, at)
+    if wrong:
+        return wrong
+    for where, sub in _subschemas(schema, at):
+        if not isinstance(sub, dict):
+            name = yamlfile.dotted(where)
+            return f"{name} must be a schema, a mapping such as {{type: string}} ({{}}: any value)"
+        wrong = _schema_problem(sub, where)
+        if wrong:
+            return wrong
+    return None
+
+
+def _keyword_problem(schema: dict[str, Any], at: yamlfile.Loc) -> str | None:
+    kinds = schema.get("type", [])
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "type" in schema and not (kinds and all(k in _JSON_TYPES for k in kinds)):
+        types = ", ".join(_JSON_TYPES)
+        return f"{yamlfile.dotted((*at, 'type'))} must be one of {types} (or a list of them)"
+    if "enum" in schema and not (isinstance(schema["enum"], list) and schema["enum"]):
+        return f"{yamlfile.dotted((*at, 'enum'))} must be a list of at least one value"
+    required = schema.get("required", [])
+    if not (isinstance(required, list) and all(isinstance(r, str) for r in required)):
+        return f"{yamlfile.dotted((*at, 'required'))} must be a list of property names"
+    if not isinstance(schema.get("properties", {}), dict):
+        return f"{yamlfile.dotted((*at, 'properties'))} must map each property name to its schema"
+    return None
+
+
+def _subschemas(schema: dict[str, Any], at: yamlfile.Loc) -> list[tuple[yamlfile.Loc, Any]]:
+    props: dict[str, Any] = schema.get("properties", {})
+    subs = [((*at, "properties", name), sub) for name, sub in props.items()]
+    if "items" in schema:
+        subs.append(((*at, "items"), schema["items"]))
+    return subs
 
 
 class Message(_Strict):
@@ -97,7 +145,7 @@ class Case(_Strict):
     parallel_tools: bool = True
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     temperature: float = Field(default=0.0, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _consistent(self) -> Case:
@@ -293,7 +341,7 @@ def _check_expect(case: Case, doc: yamlfile.Located, loc: yamlfile.Loc) -> None:
         if name not in declared:
             where = (*loc, "expect", "tool_calls", j)
             known = ", ".join(sorted(declared)) or "none"
-            msg = f"tool '{name}' is not declared in this case's tools (declared: {known})"
+            msg = f"tool {name!r} is not declared in this case's tools (declared: {known})"
             problems.append(Problem(doc.path, doc.line_of(where), yamlfile.dotted(where), msg))
     if problems:
         raise CaseError(problems)

@@ -1,16 +1,20 @@
 """Helpers the tests import: the example cases, a fixed-timing profile, the CLI in a child
-process, a mock server in a child process."""
+process, a mock server in a child process, servers that misbehave on purpose (on loopback)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from perfbench.mock.profile import Profile
 from perfbench.mock.server import command
@@ -71,3 +75,73 @@ def mock_process(profile: Path | str, *extra: str, cpus: set[int] | None = None)
                 proc.wait(5)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Raw = Callable[[bytes], Awaitable[bytes]]  # the request's bytes → what to send back, as is
+
+
+@contextmanager
+def in_thread_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop running in a thread of its own (servers for the code under test)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield loop
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+@contextmanager
+def serving(handler: Handler) -> Iterator[str]:
+    """``handler`` behind every path, on a loopback port, in a thread of its own."""
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+@contextmanager
+def serving_raw(answer: Raw) -> Iterator[str]:
+    """A loopback server below HTTP: each request's bytes (headers and a Content-Length
+    body) go to ``answer``, whose bytes are written back as they are, then the connection
+    closes. For replies no HTTP library would send (a bad status line, huge headers)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+            body = await reader.readexactly(length)
+            writer.write(await answer(head + body))
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    with in_thread_loop() as loop:
+        server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(handle, "127.0.0.1", 0), loop
+        ).result(5)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            loop.call_soon_threadsafe(server.close)

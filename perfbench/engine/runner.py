@@ -24,6 +24,7 @@ from perfbench.engine.limiter import Limiter
 from perfbench.engine.monitor import ClientMonitor
 from perfbench.engine.resume import Resume, TaskKey
 from perfbench.engine.share import Share
+from perfbench.http.redact import Redactor, environment_secrets
 from perfbench.load import Adaptive, Rate
 from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
@@ -97,6 +98,7 @@ class Runner:
         self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
         self.collector = Collector()
+        self._scrub = scrubber(target)
 
     def limit(self) -> int | None:
         """The adaptive limit now (None: the load is not adaptive)."""
@@ -243,7 +245,7 @@ class Runner:
         sample = task.sample(
             "dropped", error_kind="dropped", error="not started: max_in_flight tasks were in flight"
         )
-        self.recorder.record(sample)
+        self._record(sample)
 
     async def _one_shot(
         self, case: Case, phase: Phase, run: int, iteration: int, intended: float
@@ -324,9 +326,14 @@ class Runner:
         task.begin()
         return task
 
+    def _record(self, sample: Sample) -> None:
+        if self._scrub is not None:
+            self._scrub(sample)
+        self.recorder.record(sample)
+
     def _finish(self, sample: Sample, task: Task) -> None:
         self.in_flight -= 1
-        self.recorder.record(sample)
+        self._record(sample)
         self.collector.task_done()
         if self.aimd is None or sample.status == "cancelled":
             return
@@ -385,3 +392,31 @@ def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:
     """Every task a complete run executes, as Sample keys (phase, run, case, iteration)."""
     for (phase, run), case, it in itertools.product(plan.passes(), suite.cases, range(plan.repeat)):
         yield (phase, run, case.id, it)
+
+
+_NAMES_KEPT = 10_000  # step names already scrubbed (tools and models repeat: one check each)
+
+
+def scrubber(target: Target) -> Callable[[Sample], None] | None:
+    """The one redaction pass over every sample before it is recorded (http/redact.py): the
+    texts a target took from the wire (error, model name, step names) lose any run of the
+    target's or the environment's secrets. None when there are none to mask."""
+    redact = Redactor((*target.secrets, *environment_secrets()))
+    if not redact:
+        return None
+    names: dict[str, str] = {}
+
+    def scrub(sample: Sample) -> None:
+        if sample.error:
+            sample.error = redact(sample.error)
+        if sample.model_served:
+            sample.model_served = redact(sample.model_served)
+        for step in sample.steps:
+            name = names.get(step.name)
+            if name is None:
+                if len(names) >= _NAMES_KEPT:
+                    names.clear()
+                name = names[step.name] = redact(step.name)
+            step.name = name
+
+    return scrub

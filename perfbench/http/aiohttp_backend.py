@@ -14,6 +14,7 @@ factory ``_factory``, ``aiohttp.client_proto.ResponseHandler``, ``ClientRequest.
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import functools
 import sys
@@ -22,10 +23,17 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
+from perfbench.http.failures import CallFailed
+from perfbench.http.limits import MAX_BODY, check_ratio, read_bounded, read_head, too_large
 from perfbench.http.stamps import SocketStamps, StampedProtocol
 
 if TYPE_CHECKING:
     import aiohttp
+
+
+# Bytes a body's reads may take before the loop runs again and the ratio is checked (1,000-
+# token streams are ~0.2 MiB: they never pay for it).
+_CHECK_EVERY = 2**20
 
 
 class _Exchange:
@@ -100,12 +108,36 @@ class _AiohttpResponse:
     def headers(self) -> Mapping[str, str]:
         return self._response.headers
 
-    async def aread(self) -> bytes:
-        body = await self._response.read()
+    async def aread(self, limit: int = MAX_BODY) -> bytes:
+        """The whole body, decoded, up to ``limit`` bytes (``http/limits.py``)."""
+        response = self._response
+        length = response.content_length
+        if length is not None and length > limit:
+            response.close()
+            raise too_large("the body", limit)
+        if length is not None and "content-encoding" not in response.headers:
+            body = await response.read()  # its size is known and bounded: one read
+        else:  # chunked or compressed: counted as it is decoded
+            try:
+                body = await read_bounded(response.content.iter_any(), limit, self._compressed)
+            except CallFailed:
+                response.close()  # the rest is never read: the connection cannot be reused
+                raise
         if self._protocol is not None:  # the whole body is in: its last bytes came last
             self._protocol.poll()
             self.arrived = self._protocol.last
         return body
+
+    async def ahead(self, n: int) -> bytes:
+        """The first ``n`` bytes of the body (a refused answer's excerpt); the rest unread."""
+        head, whole = await read_head(self._response.content.iter_any(), n)
+        if not whole:
+            self._response.close()
+        return head
+
+    def _compressed(self) -> int | None:
+        got: int | None = getattr(self._response.content, "total_compressed_bytes", None)
+        return got
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         if self._protocol is None:
@@ -118,11 +150,19 @@ class _AiohttpResponse:
         # for its turn) arrived at the latest with the last bytes the connection received.
         protocol.arrived = protocol.last if content.total_bytes else None
         protocol.watched = content
+        unchecked = 0
         try:
             while chunk := await content.readany():
                 protocol.poll()  # before this task's work on the chunk holds the loop
                 self.arrived, protocol.arrived = protocol.arrived, None
                 yield chunk
+                unchecked += len(chunk)
+                if unchecked > _CHECK_EVERY:  # a long or bombed body: never a short stream
+                    unchecked = 0
+                    check_ratio(content.total_bytes, self._compressed())
+                    # A body decoded faster than it is read is read without the loop running:
+                    # no timeout could fire, no other task run. Let the loop run.
+                    await asyncio.sleep(0)
         finally:
             protocol.watched = None
 

@@ -21,6 +21,8 @@ from typing import NoReturn
 
 import httpx
 
+from perfbench.http.urls import public_url
+
 
 class CallFailed(Exception):
     """A call (to a model or an agent) that failed in a classified way; the target turns it
@@ -43,24 +45,37 @@ def classify(exc: BaseException, url: str) -> CallFailed | None:
     aiohttp = sys.modules.get("aiohttp")  # only loaded when the aiohttp client is in use
     if aiohttp is not None:
         if isinstance(exc, aiohttp.ClientConnectorError):
-            return CallFailed("connect_error", f"cannot connect to {url}: {exc}")
+            return CallFailed("connect_error", f"cannot connect to {public_url(url)}: {exc}")
         if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
-            return CallFailed("timeout", f"{type(exc).__name__} from {url}")
+            return CallFailed("timeout", f"{type(exc).__name__} from {public_url(url)}")
         if isinstance(exc, aiohttp.ClientError):  # dropped mid-body, reset, not HTTP at all…
-            return CallFailed("connection_dropped", f"connection dropped: {exc!r}")
+            return CallFailed("connection_dropped", f"connection dropped: {_summary(exc)}")
     return None
+
+
+def _summary(exc: BaseException) -> str:
+    """What went wrong, from the exception's type and its own words, never its ``repr``:
+    aiohttp's response errors carry the request (its headers: the key) in their repr, and
+    their ``str`` the URL. A ``ClientResponseError`` (a bad status line, headers too large, a
+    bad chunk) says it in ``message``; the text is cut, and the runner redacts it."""
+    message = getattr(exc, "message", None)
+    text = message if isinstance(message, str) else str(exc)
+    return f"{type(exc).__name__}: {' '.join(text.split())[:_SUMMARY] or 'no detail'}"
+
+
+_SUMMARY = 300
 
 
 def _httpx(exc: httpx.RequestError, url: str) -> CallFailed:
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return CallFailed("connect_error", f"cannot connect to {url}: {exc}")
+        return CallFailed("connect_error", f"cannot connect to {public_url(url)}: {exc}")
     if isinstance(exc, httpx.TimeoutException):
-        return CallFailed("timeout", f"{type(exc).__name__} from {url}")
+        return CallFailed("timeout", f"{type(exc).__name__} from {public_url(url)}")
     if isinstance(exc, _HTTPX_DROPPED):
-        return CallFailed("connection_dropped", f"connection dropped: {exc}")
+        return CallFailed("connection_dropped", f"connection dropped: {_summary(exc)}")
     if isinstance(exc, httpx.DecodingError):  # e.g. a broken gzip body
-        return CallFailed("malformed_response", f"{type(exc).__name__}: {exc}")
-    return CallFailed("transport_error", f"{type(exc).__name__}: {exc or 'no detail'}")
+        return CallFailed("malformed_response", _summary(exc))
+    return CallFailed("transport_error", _summary(exc))
 
 
 def reraise(exc: Exception, url: str) -> NoReturn:

@@ -12,7 +12,40 @@ from typing import Any
 
 import httpx
 
+from perfbench.http.limits import MAX_BODY, read_bounded, read_head
+
 SHARD = 16
+
+
+class HttpxResponse:
+    """httpx's streamed response as a ``perfbench.http.Response``: reads bounded as
+    http/limits.py says. Also wraps the responses of a caller's own httpx client."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    @property
+    def status_code(self) -> int:
+        return self._response.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    async def aread(self, limit: int = MAX_BODY) -> bytes:
+        response = self._response
+        return await read_bounded(
+            response.aiter_bytes(), limit, lambda: response.num_bytes_downloaded
+        )
+
+    async def ahead(self, n: int) -> bytes:
+        head, _ = await read_head(self._response.aiter_bytes(), n)
+        return head
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return self._response.aiter_bytes()
 
 
 class HttpxBackend:
@@ -42,7 +75,7 @@ class HttpxBackend:
     async def post(
         self, url: str, content: bytes, headers: Mapping[str, str], read_timeout: float,
         sent: Callable[[], None],
-    ) -> AsyncIterator[httpx.Response]:  # fmt: skip
+    ) -> AsyncIterator[HttpxResponse]:  # fmt: skip
         async def trace(name: str, info: dict[str, Any]) -> None:
             if name == "http11.send_request_headers.started":
                 sent()
@@ -59,7 +92,7 @@ class HttpxBackend:
                 timeout=timeout,
                 extensions={"trace": trace},
             ) as response:
-                yield response
+                yield HttpxResponse(response)
         finally:
             self._busy[i] -= 1
 

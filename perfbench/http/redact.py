@@ -1,36 +1,117 @@
-"""Secrets out of error text: one rule for every target that sends them.
+"""Secrets out of every text a sample keeps: one rule, for every target.
 
-A server or agent may echo the request (headers included) in an error body; the text a sample
-keeps must not carry the key. What counts as secret: the values of the headers perfbench sends
-on the caller's behalf (and their long words, so ``sk-…`` of ``Bearer sk-…`` goes too), URL
-credentials and query values."""
+A server or agent may echo the request (headers included) in an error body, an SSE error
+event, a 200 body quoted in an error, even a model's name; none of it may carry a key into a
+run directory, a report or the console. The rule: any run of ``GRAM`` (5) or more characters of
+a secret is masked, in its plain form or escaped (JSON ``\\u002d``, ``\\x2d``, URL ``%2D``, a
+backslash escape), so an escaped copy, a suffix or a prefix cut off by an excerpt goes too.
+
+What counts as secret: the values of the headers perfbench sends on the caller's behalf (and
+their long words, so the ``sk-…`` of ``Bearer sk-…`` goes too), URL credentials and query
+values, and the values of environment variables named like credentials (``…_API_KEY``,
+``…TOKEN``, ``…SECRET``, ``…PASSWORD``), which an agent or SDK may have read for itself."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 MASK = "***"
+GRAM = 5  # a run this long of a secret is masked; shorter runs are too common to mean it
+_SHORTEST = 4  # shorter values (a one-letter password) cannot be masked without masking prose
+_LONG = 8  # from this length a secret is masked by its runs, not only whole
+_CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|%([0-9a-fA-F]{2})|\\(.)", re.DOTALL)
 
 
 class Redactor:
-    def __init__(self, url: str, headers: Mapping[str, str]) -> None:
-        self.secrets = _secrets(url, headers)
+    """Masks ``secrets`` in text (see the module's rule). Built once per target or run."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        found = {s for s in secrets if len(s) >= _SHORTEST}
+        # Longest first, so a value is replaced before a word inside it.
+        self.secrets = tuple(sorted(found, key=len, reverse=True))
+        self._short = tuple(s for s in self.secrets if len(s) < _LONG)
+        self._grams = frozenset(
+            s[i : i + GRAM] for s in self.secrets if len(s) >= _LONG for i in range(len(s) - 4)
+        )
+
+    @classmethod
+    def of_request(cls, url: str, headers: Mapping[str, str]) -> Redactor:
+        """The secrets of requests to ``url`` with ``headers``."""
+        return cls(request_secrets(url, headers))
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
 
     def __call__(self, text: str) -> str:
-        for secret in self.secrets:
+        for secret in self._short:
             text = text.replace(secret, MASK)
+        if not self._grams or len(text) < GRAM:
+            return text
+        return _mask_runs(text, self._grams)
+
+
+def _mask_runs(text: str, grams: frozenset[str]) -> str:
+    plain, starts = _decoded(text)
+    covered = bytearray(len(plain))
+    for i in range(len(plain) - GRAM + 1):
+        if plain[i : i + GRAM] in grams:
+            covered[i : i + GRAM] = b"\x01" * GRAM
+    if not any(covered):
         return text
+    out: list[str] = []
+    i = 0
+    while i < len(plain):
+        j = i
+        while j < len(plain) and covered[j] == covered[i]:
+            j += 1
+        out.append(MASK if covered[i] else text[starts[i] : starts[j]])
+        i = j
+    return "".join(out)
 
 
-def _secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
+def _decoded(text: str) -> tuple[str, list[int]]:
+    """``text`` with its escapes decoded, and where in ``text`` each decoded character starts
+    (one more entry: the end), so a masked run maps back onto the text as written."""
+    if "\\" not in text and "%" not in text:
+        return text, list(range(len(text) + 1))
+    chars: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        chars.extend(text[pos : m.start()])
+        starts.extend(range(pos, m.start()))
+        code = m.group(1) or m.group(2) or m.group(3)
+        chars.append(chr(int(code, 16)) if code else m.group(4))
+        starts.append(m.start())
+        pos = m.end()
+    chars.extend(text[pos:])
+    starts.extend(range(pos, len(text) + 1))
+    return "".join(chars), starts
+
+
+def request_secrets(url: str, headers: Mapping[str, str]) -> set[str]:
     found: set[str] = set()
     for value in headers.values():
-        found.add(value)
-        found.update(word for word in value.split() if len(word) >= 8)
+        words = [word for word in value.split() if len(word) >= _LONG]
+        found.update(words or [value])
     parts = urlsplit(url)
     found.update(p for p in (parts.username, parts.password) if p)
     for pair in parts.query.split("&"):
         found.add(pair.partition("=")[2])
-    # Longest first, so a value is replaced before a word inside it.
-    return tuple(sorted((s for s in found if len(s) >= 4), key=len, reverse=True))
+    return found
+
+
+def environment_secrets(environ: Mapping[str, str] = os.environ) -> set[str]:
+    """Values of variables named like credentials: long, one word, not a path."""
+    return {
+        value
+        for name, value in environ.items()
+        if _CREDENTIAL_NAME.search(name)
+        and len(value) >= 12
+        and not value.startswith(("/", "~", "."))
+        and len(value.split()) == 1
+    }

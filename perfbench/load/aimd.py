@@ -9,7 +9,9 @@ timeouts) reset the round: they pause growth but are not rate limits.
 A 429 is heard when it arrives (``refused``), not when its task ends: a task that retries after
 a backoff ended much later, and meanwhile the others finished clean and slow start doubled the
 limit past the server's. A later 429 of the same episode that asks a longer wait extends the
-hold. Pure: 429s and samples in, limit out; the runner applies the limit and the hold."""
+hold, up to ``MAX_HOLD_S``: a server asking a day, ``inf`` or 999999999 s would otherwise
+stop the run for good (fixed load caps a retry's wait the same way, --max-retry-wait). Pure:
+429s and samples in, limit out; the runner applies the limit and the hold."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 
 from perfbench.load import Adaptive
 from perfbench.sample import Sample
+
+MAX_HOLD_S = 60.0  # the longest hold a Retry-After sets: the SDKs' and --max-retry-wait's 60 s
 
 
 @dataclass
@@ -40,8 +44,8 @@ class Aimd:
             self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
             self.slow_start = False
             self._hold_until = now + self.shape.cooldown_s
-        if retry_after:
-            self._hold_until = max(self._hold_until, now + retry_after)
+        if retry_after and retry_after > 0:  # NaN and negatives: no wait asked
+            self._hold_until = max(self._hold_until, now + min(retry_after, MAX_HOLD_S))
         return self.limit
 
     def observe(self, sample: Sample, heard: int = 0) -> int:

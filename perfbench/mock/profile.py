@@ -19,28 +19,40 @@ from perfbench import yamlfile
 from perfbench.errors import ProfileError
 
 _Z99 = 2.3263478740408408  # standard normal quantile at 0.99
+# The largest value a distribution may give: an hour in milliseconds (as a case's tool
+# latency), or as many characters. The mock sleeps and writes what is drawn.
+MAX_VALUE = 3_600_000.0
+# The widest lognormal: p99 at most this many times the median. Wider ones overflow the
+# draws (math range error in every run); the shipped profiles are under 20.
+MAX_SPREAD = 1000.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No infinity or NaN: no time or size is infinite, and NaN passes every `ge` check.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+_Value = Annotated[float, Field(ge=0, le=MAX_VALUE)]
 
 
 class _LogNormal(_Strict):
-    median: float = Field(gt=0)
-    p99: float = Field(gt=0)
+    median: float = Field(gt=0, le=MAX_VALUE)
+    p99: float = Field(gt=0, le=MAX_VALUE)
 
     @model_validator(mode="after")
     def _ordered(self) -> _LogNormal:
         if self.p99 < self.median:
             raise ValueError("p99 must be at least the median")
+        if self.p99 > MAX_SPREAD * self.median:
+            raise ValueError(f"p99 may be at most {MAX_SPREAD:g} times the median")
         return self
 
 
 class Distribution(_Strict):
     """Exactly one of ``fixed``, ``uniform`` or ``lognormal``. Plain numbers mean ``fixed``."""
 
-    fixed: float | None = Field(default=None, ge=0)
-    uniform: tuple[Annotated[float, Field(ge=0)], Annotated[float, Field(ge=0)]] | None = None
+    fixed: _Value | None = None
+    uniform: tuple[_Value, _Value] | None = None
     lognormal: _LogNormal | None = None
 
     @model_validator(mode="before")

@@ -27,6 +27,9 @@ class Target:
     simulated: bool = False  # the target is perfbench's own mock: its costs are illustrative
     # A server this target started that worker processes use instead of starting their own.
     server_url: str | None = None
+    # The credentials it sends (keys, header values): masked in every sample's text (the
+    # runner's one redaction pass, http/redact.py), whatever part of a reply echoed them.
+    secrets: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

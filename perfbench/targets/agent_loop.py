@@ -17,6 +17,7 @@ import orjson
 
 from perfbench.clock import sleep_until
 from perfbench.http import CallFailed, HttpClient
+from perfbench.http.limits import ERROR_READ
 from perfbench.http.redact import Redactor
 from perfbench.sample import Sample, status_of
 from perfbench.stats import tokens
@@ -63,7 +64,8 @@ class ModelAgent(Target):
         # (error bodies that echo it back are redacted).
         extra = extra_headers or {}
         self._headers = {"content-type": "application/json", **extra, **api.headers(key)}
-        self._redact = Redactor(base_url, {**extra, "key": key} if key else extra)
+        self._redact = Redactor.of_request(base_url, {**extra, "key": key} if key else extra)
+        self.secrets = self._redact.secrets
         self.price_ref: str | None = name  # "provider/model" prices the calls
         self.simulated = False
         self._http = HttpClient(concurrency, transport=transport)
@@ -180,7 +182,7 @@ class ModelAgent(Target):
             delay, why = self._retry_delay(task, got, attempt, asked, rng)
             if delay is None:
                 kind = "rate_limited" if got.status == 429 else f"http_{got.status}"
-                raise CallFailed(kind, self._redact(got.message()) + why, status=got.status)
+                raise CallFailed(kind, got.message(self._redact) + why, status=got.status)
             task.retries += 1
             attempt += 1
             await anyio.sleep(delay)
@@ -215,7 +217,7 @@ class ModelAgent(Target):
                 call.headers(response.status_code, getattr(response, "headers_at", None))
                 task.http_status = response.status_code
                 if response.status_code >= 400:
-                    text = (await response.aread())[:300].decode(errors="replace")
+                    text = (await response.ahead(ERROR_READ)).decode(errors="replace")
                     return Refusal(response.status_code, response.headers, text)
                 reply = await self.api.receive(response, call, self.stream)
                 call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
@@ -223,7 +225,8 @@ class ModelAgent(Target):
                 if reported is not None:
                     task.cost_reported = (task.cost_reported or 0.0) + reported
                 return reply
-        except (KeyError, TypeError, ValueError) as exc:  # a reply missing what the API promises
+        except (LookupError, TypeError, ValueError, AttributeError) as exc:
+            # A reply missing what the API promises, or with the wrong JSON types in it.
             raise CallFailed("malformed_stream", f"unexpected reply shape: {exc!r}") from exc
 
     def _call_headers(self, task: Task, step: int) -> dict[str, str]:

@@ -16,6 +16,7 @@ from perfbench.targets.chat import (
     ToolCall,
     count,
     json_object,
+    text_of,
     usage_dict,
 )
 from perfbench.task import ModelCall
@@ -164,7 +165,10 @@ def _apply(
     elif kind == "content_block_start":
         block = doc.get("content_block") or {}
         if block.get("type") == "tool_use":
-            blocks[doc.get("index", len(blocks))] = ToolCall(block.get("id", ""), block["name"])
+            blocks[doc.get("index", len(blocks))] = ToolCall(
+                text_of(block.get("id"), "a tool_use block's id"),
+                text_of(block["name"], "a tool_use block's name"),
+            )
     elif kind == "content_block_delta":
         _delta(doc, blocks, text, call)
     elif kind == "message_delta":
@@ -179,12 +183,12 @@ def _delta(
     kind = delta.get("type")
     if kind == "text_delta" and delta.get("text"):
         call.token(content=True)
-        text.append(delta["text"])
+        text.append(text_of(delta["text"], "a text_delta's text"))
     elif kind == "input_json_delta" and delta.get("partial_json"):
         call.token(content=False)
         block = blocks.get(doc.get("index", -1))
         if block is not None:
-            block.arguments += delta["partial_json"]
+            block.arguments += text_of(delta["partial_json"], "an input_json_delta")
     elif kind == "thinking_delta" and delta.get("thinking"):
         call.token(content=False)
 
@@ -203,9 +207,17 @@ def _whole(raw: bytes) -> ModelReply:
         raise CallFailed("malformed_stream", "reply has no content list")
     model = doc.get("model")
     reply = ModelReply(
-        text="".join(b.get("text", "") for b in content if b.get("type") == "text"),
+        text="".join(
+            text_of(b.get("text"), "a text block's text")
+            for b in content
+            if b.get("type") == "text"
+        ),
         tool_calls=[
-            ToolCall(b.get("id", ""), b.get("name", ""), orjson.dumps(b.get("input", {})).decode())
+            ToolCall(
+                text_of(b.get("id"), "a tool_use block's id"),
+                text_of(b.get("name"), "a tool_use block's name"),
+                orjson.dumps(b.get("input", {})).decode(),
+            )
             for b in content
             if b.get("type") == "tool_use"
         ],

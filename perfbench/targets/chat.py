@@ -6,7 +6,7 @@ A call that fails raises ``CallFailed`` (``perfbench.http.failures``) with a kin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from perfbench.suite import Case
 from perfbench.task import ModelCall
 
 Messages = list[dict[str, Any]]
+EXCERPT = 300  # characters of a refused answer's body kept in its sample
 
 
 @dataclass(slots=True)
@@ -47,6 +48,16 @@ def count(value: Any) -> int | None:
     return value
 
 
+def text_of(value: Any, what: str) -> str:
+    """A text field of a reply (a tool's name, its id, its arguments): absent is empty; any
+    other type makes the reply malformed here, before it reaches a step or a sample."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    raise CallFailed("malformed_stream", f"{what} is {type(value).__name__}, not a string")
+
+
 def usage_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -59,8 +70,10 @@ class Refusal:
     headers: Mapping[str, str]
     body: str
 
-    def message(self) -> str:
-        body = self.body.strip().replace("\n", " ")
+    def message(self, redact: Callable[[str], str]) -> str:
+        """``HTTP 503: <the body's start>``, its secrets masked before it is cut (a cut
+        first would leave a key's first characters)."""
+        body = redact(" ".join(self.body[: EXCERPT * 8].split()))[:EXCERPT]
         return f"HTTP {self.status}: {body}" if body else f"HTTP {self.status}"
 
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import orjson
 
-from perfbench.errors import TargetError
-from perfbench.http import CallFailed, HttpClient
+from perfbench.http import CallFailed, HttpClient, Response
 from perfbench.http.failures import mapped
+from perfbench.http.httpx_backend import HttpxResponse
+from perfbench.http.limits import ERROR_READ
 from perfbench.http.redact import Redactor
+from perfbench.http.urls import checked_url, public_url
 from perfbench.sample import Sample, Step, status_of
 from perfbench.suite import Case
 from perfbench.targets import Target
@@ -55,13 +56,14 @@ class HttpAgent(Target):
         timeout_s: float | None = None,
         concurrency: int = POOL_SIZE,
     ) -> None:
-        self.url = _checked_url(url)
+        self.url = checked_url(url, "agent URL")
         self.mapping = mapping or AgentMapping()
         self._name = "http+agent:" + public_url(url)
         self._headers = {"content-type": "application/json", "accept": "application/json"}
         self._headers.update(headers or {})
         # An agent may echo the request (headers included) in an error body.
-        self._redact = Redactor(url, headers or {})
+        self._redact = Redactor.of_request(url, headers or {})
+        self.secrets = self._redact.secrets
         self._client = client  # the caller's httpx client, used as given
         # Otherwise the model clients' pool: aiohttp on asyncio (~0.3 ms of client CPU per call
         # against 2.7 ms through httpx's own pool), httpx under trio and respx.
@@ -111,8 +113,7 @@ class HttpAgent(Target):
             given = self._timeout is not httpx.USE_CLIENT_DEFAULT
             read_timeout = float(self._timeout) if given else task.case.timeout_s
             async with self._http.post(self.url, content, self._headers, read_timeout, sent) as r:
-                task.http_status = r.status_code
-                return await r.aread(), r.headers
+                return await _read(task, r), r.headers
         assert self._client is not None
         request = self._client.build_request(
             "POST", self.url, content=content, headers=self._headers, timeout=self._timeout
@@ -120,8 +121,7 @@ class HttpAgent(Target):
         with mapped(self.url):
             response = await self._client.send(request, stream=True)
             try:
-                task.http_status = response.status_code
-                return await response.aread(), response.headers
+                return await _read(task, HttpxResponse(response)), response.headers
             finally:
                 await response.aclose()
 
@@ -160,6 +160,12 @@ class HttpAgent(Target):
         return self._redact(text)[:_EXCERPT] or "(empty body)"
 
 
+async def _read(task: Task, response: Response) -> bytes:
+    """The answer, bounded (http/limits.py): a refused one only as far as its excerpt needs."""
+    task.http_status = status = response.status_code
+    return await (response.aread() if 200 <= status < 300 else response.ahead(ERROR_READ))
+
+
 def request_fields(case: Case) -> dict[str, Any]:
     """The task JSON without its ``metadata`` (see docs/agent-targets.md)."""
     messages = None
@@ -178,22 +184,3 @@ def request_fields(case: Case) -> dict[str, Any]:
         "tools": tools,
         "max_steps": case.max_steps,
     }
-
-
-def public_url(url: str) -> str:
-    """``url`` without credentials, query string or fragment: safe to store in a run."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return f"{parts.scheme}://{host}{parts.path}"
-
-
-def _checked_url(url: str) -> str:
-    # A bad URL would otherwise fail every task alike, as a transport error; say it once.
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetError(f"agent URL '{public_url(url)}': expected http://host/path or https://…")
-    try:
-        httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        raise TargetError(f"agent URL '{public_url(url)}': {exc}") from exc
-    return url

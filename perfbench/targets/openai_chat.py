@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
@@ -14,6 +16,7 @@ from perfbench.targets.chat import (
     ToolCall,
     count,
     json_object,
+    text_of,
     usage_dict,
 )
 from perfbench.task import ModelCall
@@ -166,12 +169,12 @@ def _delta(
 def _tool_delta(part: dict[str, Any], calls: dict[int, ToolCall], call: ModelCall) -> None:
     index = part.get("index", len(calls))
     entry = calls.setdefault(index, ToolCall(id="", name=""))
-    entry.id = part.get("id") or entry.id
+    entry.id = text_of(part.get("id"), "a tool call's id") or entry.id
     fn = part.get("function") or {}
-    entry.name = fn.get("name") or entry.name
+    entry.name = text_of(fn.get("name"), "a tool call's name") or entry.name
     arguments = fn.get("arguments")
     if arguments:
-        entry.arguments += arguments
+        entry.arguments += text_of(arguments, "a tool call's arguments")
     if arguments or fn.get("name"):
         call.token(content=False)
 
@@ -183,16 +186,32 @@ def _whole(raw: bytes) -> ModelReply:
     except (KeyError, IndexError, TypeError) as exc:
         raise CallFailed("malformed_stream", "reply has no choices[0].message") from exc
     reply = ModelReply(
-        text=message.get("content") or "",
-        tool_calls=[
-            ToolCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments", ""))
-            for c in message.get("tool_calls") or ()
-        ],
+        text=_content(message.get("content")),
+        tool_calls=[_whole_call(c) for c in message.get("tool_calls") or ()],
         finish=doc["choices"][0].get("finish_reason"),
         model=_name(doc.get("model")),
     )
     _usage(usage_dict(doc.get("usage")), reply)
     return reply
+
+
+def _content(value: Any) -> str:
+    """A message's content: text, or (some servers) a list of text parts."""
+    if isinstance(value, list):
+        return "".join(text_of(p.get("text"), "a content part's text") for p in value)
+    return text_of(value, "the message's content")
+
+
+def _whole_call(call: dict[str, Any]) -> ToolCall:
+    fn = call["function"]
+    arguments = fn.get("arguments")
+    if isinstance(arguments, dict):  # some servers send the object itself
+        arguments = orjson.dumps(arguments).decode()
+    return ToolCall(
+        text_of(call.get("id"), "a tool call's id"),
+        text_of(fn["name"], "a tool call's name"),
+        text_of(arguments, "a tool call's arguments"),
+    )
 
 
 def _error_message(error: Any) -> str:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from perfbench.errors import TargetError
 from perfbench.targets import Target
@@ -61,6 +62,16 @@ class TargetSpec:
         """The target, with clients for ``concurrency`` tasks in flight (0: no limit).
         ``server_url``: a mock server already running (a worker uses its parent's)."""
         return resolve(self, Sizing(concurrency, seed, server_url))
+
+    def to_doc(self) -> dict[str, Any]:
+        """The spec as recorded (meta.json, sweep-plan.json): a ``--base-url``'s credentials
+        and credential-like query values are masked (they stay in this process only)."""
+        from perfbench.http.urls import recorded_url
+
+        doc = asdict(self)
+        if self.base_url:
+            doc["base_url"] = recorded_url(self.base_url)
+        return doc
 
     def retry(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.retries, max_wait_s=self.max_retry_wait)
@@ -162,7 +173,9 @@ def _model(spec: TargetSpec, sizing: Sizing) -> Target:
         raise TargetError(_unknown(spec.target))
     key = _key(provider_name, provider, spec)
     api = _api(provider.api, model)
-    base = spec.base_url or provider.base_url
+    from perfbench.http.urls import checked_url
+
+    base = checked_url(spec.base_url, "--base-url") if spec.base_url else provider.base_url
     if provider.api == "anthropic" and not base.rstrip("/").endswith("/v1"):
         # As the Anthropic SDK's base_url: the host, to which the API adds /v1/messages
         # (OpenAI's SDK and servers put /v1 in the base URL; a /v1 here still works too).
@@ -188,16 +201,26 @@ def _api(kind: str, model: str) -> ChatApi:
 
 
 def _key(name: str, provider: Provider, spec: TargetSpec) -> str | None:
+    """The key to send. A provider's own variable (OPENAI_API_KEY) goes only to that
+    provider's host: a --base-url elsewhere (vLLM, Ollama, a gateway) gets a key only when
+    --api-key-env names the variable, so a key exported for one service never reaches
+    another."""
+    if spec.base_url and not spec.api_key_env and not _same_host(spec.base_url, provider):
+        return None
     env = spec.api_key_env or provider.key_env
     key = os.environ.get(env)
     if key:
         return key
-    if spec.base_url and not spec.api_key_env:
-        return None  # a self-hosted server (vLLM, Ollama) usually needs no key
     raise TargetError(
         f"{env} is not set: the {name} target needs an API key. Export it "
         f"(export {env}=...), or name another variable with --api-key-env NAME."
     )
+
+
+def _same_host(url: str, provider: Provider) -> bool:
+    ours = urlsplit(provider.base_url)
+    theirs = urlsplit(url)
+    return (theirs.scheme, theirs.hostname) == (ours.scheme, ours.hostname)
 
 
 # Headers whose values are credentials: they must come from the environment, ${VARIABLE}.

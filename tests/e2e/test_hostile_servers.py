@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,31 +17,9 @@ from perfbench import api
 from perfbench.engine.results import RunResult
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.stats.advice import advise
+from tests.helpers import serving
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CASE = "cases:\n  - {id: c, language: en, input: hi, timeout_s: 10}\n"
-
-
-@contextmanager
-def serving(handler: Handler) -> Iterator[str]:
-    """``handler`` behind every path, on a loopback port, in a thread of its own."""
-    loop = asyncio.new_event_loop()
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
 
 
 def measure(tmp_path: Path, target: str, base_url: str, **plan: int) -> RunResult:

@@ -20,6 +20,7 @@ from perfbench.spec import Plan
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
+from perfbench.targets import Target
 from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.mock import MockAgent
 from perfbench.targets.openai_chat import OpenAIChat
@@ -71,7 +72,7 @@ def test_aimd_other_failures_pause_growth_without_decreasing() -> None:
     assert aimd.limit == 8  # a clean round of 4 doubles it (slow start)
 
 
-class StallOnce:
+class StallOnce(Target):
     """Answers in 10 ms, except the fifth task, which the server holds for 2 s."""
 
     name = "stall-once"
@@ -201,3 +202,40 @@ async def test_adaptive_with_default_retries_converges_on_the_servers_limit(
     # Every attempt a sample counts is a request the server saw.
     assert sum(1 + s.retries for s in samples) == server.requests
     assert sum(s.throttled for s in samples) == server.refusals
+
+
+class RefusesOnceForever(httpx.AsyncBaseTransport):
+    """The first request gets a 429 asking a wait no run can sit out; the rest are served."""
+
+    def __init__(self, wait: str) -> None:
+        self.wait, self.requests = wait, 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests += 1
+        if self.requests == 1:
+            return httpx.Response(429, headers={"retry-after": self.wait}, text="busy")
+        await anyio.sleep(0.100)
+        body = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}  # fmt: skip
+        return httpx.Response(200, json=body)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("wait", ["999999999", "inf", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_adaptive_holds_at_most_a_minute_on_a_429_asking_forever(
+    suite: Suite, wait: str
+) -> None:
+    """One 429 with Retry-After 999999999, inf or a far date held every new task that long
+    (1 of 20 tasks done after 45 s); the hold is capped as a retry's wait is (60 s)."""
+    agent = ModelAgent(OpenAIChat("m"), "http://test/v1", name="openai/m", stream=False,
+                       transport=RefusesOnceForever(wait), concurrency=8)  # fmt: skip
+    plan = Plan(runs=1, warmup=0, repeat=20, load=Adaptive(start=4, maximum=8))
+    runner, samples, _ = run(suite, agent, plan)
+    try:
+        with anyio.fail_after(3600):  # virtual: a hold without a cap never ends
+            await runner.run()
+    finally:
+        await agent.aclose()
+    assert len(samples) == 20
+    assert sum(s.status == "ok" for s in samples) >= 19
+    assert max(s.end for s in samples) < 60 + 30  # virtual seconds: one capped hold at most

@@ -17,6 +17,7 @@ from perfbench.spec import Plan
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
+from perfbench.targets import Target
 from perfbench.targets.mock import MockAgent
 from perfbench.task import Task
 from tests.helpers import fixed_profile, write_suite
@@ -173,7 +174,7 @@ async def test_timeout_becomes_a_sample_and_keeps_its_steps(tmp_path: Path) -> N
     assert overall["latency_all"]["max"] == pytest.approx(1.0, abs=1e-9)
 
 
-class Exploding:
+class Exploding(Target):
     name = "exploding"
 
     async def run(self, task: Task) -> Sample:
@@ -317,7 +318,7 @@ def test_auto_ramp_is_one_slot_per_millisecond_per_worker_and_closed_loops_only(
     assert Plan(concurrency=256, ramp_up=1.5).ramp_seconds() == 1.5
 
 
-class Littering:
+class Littering(Target):
     """A target that leaves a reference cycle of 21 objects behind per task, and notes the
     collector's state while it runs."""
 

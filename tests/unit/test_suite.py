@@ -381,7 +381,7 @@ def test_file_that_is_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes("cases:\n  - id: a\n    input: café\n".encode("latin-1"))
     problem = only_problem(path)
-    assert (problem.file, problem.line, problem.field) == (path, None, "")
+    assert (problem.file, problem.line, problem.field) == (path, 3, "")  # the bad byte's line
     assert "is not UTF-8 text" in problem.message
 
 
