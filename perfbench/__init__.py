@@ -24,9 +24,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from perfbench.version import __version__
-
+# Even __version__ (importlib.metadata) is read on first use: the console script's entry must
+# run before any import that a Ctrl-C could interrupt with a traceback (cli/__init__.py).
 _EXPORTS = {
+    "__version__": "perfbench.version",
     "api": "perfbench.api",
     "Plan": "perfbench.spec",
     "RunSpec": "perfbench.spec",
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from perfbench.suite import Case, Suite, load_suite
     from perfbench.targets import Target
     from perfbench.task import Task
+    from perfbench.version import __version__
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from perfbench.cli.app import ExitCode, mock_app
-from perfbench.cli.output import err, error, errors, out
+from perfbench.cli.output import clean, err, error, errors, out, warning
 
 
 @mock_app.command("serve")
@@ -16,7 +16,15 @@ def mock_serve(
     profile: Annotated[
         str, typer.Option(help="Profile name from `perfbench mock profiles`, or a YAML path.")
     ] = "default",
-    host: Annotated[str, typer.Option(help="Address to bind; loopback by default.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to bind: loopback by default. Any other (0.0.0.0 or :: for every "
+            "interface, a LAN address) opens the mock, which has no authentication, to the "
+            "network: it serves all the same, with a warning on stderr. For 0.0.0.0 or ::, the "
+            "URL printed is the loopback one."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port; 0 picks a free one.")] = 0,
     seed: Annotated[int, typer.Option(help="Seed for every simulated draw.")] = 0,
     timings: Annotated[
@@ -49,7 +57,7 @@ def mock_serve(
     GET URL/stats counts requests, 429s and injected faults.
     """
     from perfbench.mock.profile import load_profile
-    from perfbench.mock.server import MockServer, new_loop, stop_when_closed
+    from perfbench.mock.server import MockServer, netloc, new_loop, stop_when_closed
 
     with errors():
         loaded = load_profile(profile)
@@ -58,11 +66,14 @@ def mock_serve(
     try:
         url = loop.run_until_complete(server.start())
     except OSError as exc:
-        error(f"cannot listen on {host}:{port}: {exc}")
+        error(f"cannot listen on {netloc(host, port)}: {exc}")
         raise typer.Exit(ExitCode.CONFIG) from None
     # The URL alone on stdout's first line, flushed: scripts and tests read it.
     print(url, flush=True)
-    err.print(f"perfbench mock: profile {loaded.name or profile}, seed {seed}; Ctrl-C stops.")
+    name = clean(loaded.name or profile)
+    err.print(f"perfbench mock: profile {name}, seed {seed}; Ctrl-C stops.", markup=False)
+    if server.exposed:
+        warning(_exposed(server.exposed))
     if until_stdin_closes:
         stop_when_closed(loop, sys.stdin.fileno())
     try:
@@ -72,6 +83,16 @@ def mock_serve(
     finally:
         loop.run_until_complete(server.stop())
         loop.close()
+
+
+def _exposed(addresses: list[str]) -> str:
+    shown = ("every interface" if a in ("0.0.0.0", "::") else a for a in addresses)
+    where = ", ".join(dict.fromkeys(shown))  # "" binds 0.0.0.0 and :: both
+    return (
+        f"the mock listens beyond loopback ({where}): anything that can reach this machine "
+        "can use it, and it has no authentication. To keep it local: --host 127.0.0.1 (the "
+        "default) or --host ::1."
+    )
 
 
 @mock_app.command("profiles")

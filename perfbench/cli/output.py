@@ -1,22 +1,30 @@
 """What the commands print, and how perfbench's own failures end a command: a message, never
-a traceback (exit code 3)."""
+a traceback (exit code 3).
+
+Text perfbench did not write (a case id, a file name, a flag's value, a server's error message)
+may hold control characters: a newline or an ANSI escape would end the line early or move the
+cursor, and forge a line that reads as perfbench's own, such as a second ``error:``. The
+consoles here show every control character escaped (``\\x1b``), in tables too, but newlines,
+which lay out what they print; ``error`` and ``warning`` escape those too (``clean``): one
+message, one line."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
-from perfbench.errors import PerfbenchError, StoreError
+from perfbench.errors import CaseError, PerfbenchError, StoreError
 from perfbench.report import console as tables
 from perfbench.stats.advice import advise
 from perfbench.stats.compare import Comparison
@@ -24,13 +32,57 @@ from perfbench.stats.thresholds import ThresholdResult
 
 CONFIG_EXIT = 3  # ExitCode.CONFIG (cli.app imports this module)
 
+# Characters that act on a terminal rather than show: C0 and C1 controls and DEL (newline,
+# carriage return, ESC…), the Unicode line and paragraph separators, and the bidirectional
+# embeddings, overrides and isolates, which reorder what follows them on the line.
+_CONTROLS = (
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+)
+# Each as Python writes it in a string literal (\n, \x1b, \u202e): readable, and unambiguous
+# to anyone reporting the message.
+_ESCAPED = {code: repr(chr(code))[1:-1] for code in _CONTROLS}
+_ESCAPED_BUT_NEWLINES = {code: shown for code, shown in _ESCAPED.items() if code != ord("\n")}
+
+
+def clean(text: str) -> str:
+    """``text`` with its control characters escaped: safe to print as (part of) one line."""
+    return text.translate(_ESCAPED)
+
+
+class SafeConsole(Console):
+    """A console that shows the control characters in the text it prints instead of sending
+    them to the terminal: an ANSI escape in a server's error message (a table cell) could
+    otherwise erase the line and write another. Its own styling is unaffected (rich adds that
+    from each segment's style, and sends cursor movements as control segments)."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        # Strings (and table cells) become Text here, before rich measures them: escaped
+        # now, a cell is as wide as what it shows. Newlines stay rich's to lay out.
+        return super().render_str(text.translate(_ESCAPED_BUT_NEWLINES), **options)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        # Text built elsewhere, from raw text, reaches the terminal through here: escaped
+        # once measured, so perhaps cut short, but never obeyed.
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(segment.text.translate(_ESCAPED_BUT_NEWLINES), segment.style)
+
 
 def console(stderr: bool = False) -> Console:
     # Off a terminal (CI logs, pipes) rich assumes 80 columns and squeezes the tables; logs
     # can take wider lines. COLUMNS, when set, still wins.
-    found = Console(stderr=stderr)
+    found = SafeConsole(stderr=stderr)
     if not found.is_terminal and "COLUMNS" not in os.environ:
-        found = Console(stderr=stderr, width=120)
+        found = SafeConsole(stderr=stderr, width=120)
     return found
 
 
@@ -38,10 +90,14 @@ out = console()
 err = console(stderr=True)
 
 
-def error(message: str) -> None:
+def _labelled(label: str, style: str, message: str) -> Text:
     # As Text, not markup: messages quote user input such as '[a-z]' verbatim.
+    return Text.assemble((label, style), clean(message))
+
+
+def error(message: str) -> None:
     # soft_wrap: a file:line: field: message line stays one line, whatever the width.
-    err.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+    err.print(_labelled("error: ", "bold red", message), highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -53,11 +109,19 @@ def errors() -> Iterator[None]:
         ours, rest = group.split(PerfbenchError)
         if ours is None or rest is not None:
             raise
-        error(str(_first_leaf(ours)))
+        _report(_first_leaf(ours))
         raise typer.Exit(CONFIG_EXIT) from None
     except PerfbenchError as exc:
-        error(str(exc))
+        _report(exc)
         raise typer.Exit(CONFIG_EXIT) from None
+
+
+def _report(exc: BaseException) -> None:
+    # A case error's problems are one line each; any other message is one line whole, as a
+    # newline in it came from its input (error() escapes it).
+    problems = exc.problems if isinstance(exc, CaseError) else [exc]
+    for problem in problems:
+        error(str(problem))
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
@@ -81,7 +145,12 @@ def print_result(summary: Mapping[str, Any], meta: Mapping[str, Any], where: Con
         if failures is not None:
             where.print(failures)
     for note in advise(summary, meta):
-        where.print(f"[yellow]warning:[/] {note}", highlight=False)
+        warning(note, where)
+
+
+def warning(message: str, where: Console = err) -> None:
+    # Not soft-wrapped: a warning is a sentence or two, wrapped to the terminal.
+    where.print(_labelled("warning: ", "yellow", message), highlight=False)
 
 
 def write_text(path: Path, text: str, append: bool = False) -> None:

@@ -56,12 +56,13 @@ class Redactor:
 
 def _mask_runs(text: str, grams: frozenset[str]) -> str:
     plain, starts = _decoded(text)
+    # Most texts hold no secret: one set built in C says so (half the cost of a loop).
+    if grams.isdisjoint({plain[i : i + GRAM] for i in range(len(plain) - GRAM + 1)}):
+        return text
     covered = bytearray(len(plain))
     for i in range(len(plain) - GRAM + 1):
         if plain[i : i + GRAM] in grams:
             covered[i : i + GRAM] = b"\x01" * GRAM
-    if not any(covered):
-        return text
     out: list[str] = []
     i = 0
     while i < len(plain):

@@ -11,6 +11,7 @@ together go out in one write, so a zero-latency stream is not limited by one wri
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import socket
 import struct
@@ -48,12 +49,18 @@ class MockServer:
         # late (0.3 ms at the median here). Costs the server's CPU while anything is that close.
         self.spin = SPIN_S if precise else 0.0
         self.service: Service | None = None
+        self.bound: list[str] = []  # the addresses it listens on, once started
         self._runner: web.ServerRunner | None = None
         self._stamps = SocketStamps()
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return url_for(self.host, self.port)
+
+    @property
+    def exposed(self) -> list[str]:
+        """The addresses it listens on beyond loopback: reachable from the network."""
+        return [a for a in self.bound if not ipaddress.ip_address(a).is_loopback]
 
     async def start(self) -> str:
         """Bind and serve; returns the base URL (``port=0`` picks a free port)."""
@@ -64,13 +71,23 @@ class MockServer:
         server = _stamping_server(self._stamps)(self._handle, access_log=None)
         self._runner = web.ServerRunner(server, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
-        await site.start()
-        # aiohttp does not expose the bound port; with port 0 the kernel chose it.
-        server_obj = site._server
-        sockets = getattr(server_obj, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1]
+        site, sockets = await self._listen(self.port)
+        ports = [sock.getsockname()[1] for sock in sockets]
+        if len(set(ports)) > 1:
+            # Port 0 on a name of several addresses (localhost: 127.0.0.1 and ::1; "" for
+            # every interface) drew a port for each, and a URL holds one: all on the first.
+            await site.stop()
+            site, sockets = await self._listen(ports[0])
+        self.port = ports[0]
+        self.bound = [sock.getsockname()[0] for sock in sockets]
         return self.url
+
+    async def _listen(self, port: int) -> tuple[web.TCPSite, list[socket.socket]]:
+        assert self._runner is not None
+        site = web.TCPSite(self._runner, self.host, port, backlog=1024)
+        await site.start()
+        # aiohttp does not expose the bound sockets; with port 0 the kernel chose the port.
+        return site, list(getattr(site._server, "sockets", None) or [])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -108,6 +125,24 @@ class MockServer:
             return web.Response(status=499)
         finally:
             self.service.done(plan)
+
+
+# A wildcard address binds every interface, but is no address to connect to (Windows refuses
+# it): the URL printed for it is the loopback one of the same family.
+_WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+def url_for(host: str, port: int) -> str:
+    """The base URL of a server bound to ``host`` (a wildcard address as loopback)."""
+    return "http://" + netloc(_WILDCARDS.get(host, host), port)
+
+
+def netloc(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it: an IPv6 literal in brackets (RFC 3986), its zone's
+    ``%`` escaped (RFC 6874)."""
+    if ":" in host:
+        host = "[" + host.replace("%", "%25") + "]"
+    return f"{host}:{port}"
 
 
 async def _sleep_until(deadline: float, spin: float = 0.0) -> None:
