@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from perfbench import config, store
@@ -47,7 +48,9 @@ def list_(
 ) -> None:
     """List runs (newest last) from their meta.json: time, suite, target, label, P50/P95."""
     root = folder or root
-    runs = store.list_runs(root)
+    runs, damaged = store.scan_runs(root)
+    for problem in damaged:  # not runs, but the user should know they are there and why
+        err.print(f"[yellow]left out:[/] {escape(str(problem))}", highlight=False, soft_wrap=True)
     if not runs:
         err.print(f"No runs in {root}/. Start one with: perfbench run cases/")
         return
@@ -84,7 +87,8 @@ def show(run_ref: RunArg, root: RootOpt = Path("runs")) -> None:
     """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
     with errors():
         run_dir, meta, summary = sides.load_run(run_ref, root)
-    print_result(summary, meta)
+        with store.reading(run_dir):
+            print_result(summary, meta)
     out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
 
 
@@ -181,12 +185,15 @@ def compare_(
         )
         if candidate_ref is None and not thresholds:
             raise GateError("give a baseline and a candidate, or one run and --threshold")
-        found = _sides(baseline_ref, candidate_ref, rules, force, root)
-        checked = check_thresholds(found.candidate_summary, thresholds)
+        with store.reading(baseline_ref, candidate_ref):
+            found = _sides(baseline_ref, candidate_ref, rules, force, root)
+            checked = check_thresholds(found.candidate_summary, thresholds)
     strict_on = strict if strict is not None else bool(settings.get("strict", False))
     complete = all(m.get("status") == "completed" for m in (found.baseline, found.candidate))
     verdict = outcome(found.result, checked, strict_on, complete)
-    _verdict(found, checked, verdict, as_json, markdown_file, junit_file)
+    with errors(), store.reading(baseline_ref, candidate_ref):
+        text = _verdict_text(found, checked, verdict)
+    _verdict(found, checked, verdict, text, as_json, markdown_file, junit_file)
     raise typer.Exit(OUTCOME_CODES[verdict])
 
 
@@ -213,21 +220,25 @@ def _sides(baseline: str, candidate: str | None, rules: Rules, force: bool, root
     return found
 
 
+def _verdict_text(found: _Found, checked: list[ThresholdResult], verdict: Outcome) -> str:
+    """The verdict as Markdown (also what --markdown and the CI step summary get)."""
+    if found.result is not None:
+        return compare_md.comparison(
+            found.result, found.baseline, found.candidate, checked, verdict, found.notes
+        )
+    return compare_md.thresholds_only(found.candidate, checked, verdict, found.notes)
+
+
 def _verdict(
     found: _Found,
     checked: list[ThresholdResult],
     verdict: Outcome,
+    text: str,
     as_json: bool,
     markdown_file: Path | None,
     junit_file: Path | None,
 ) -> None:
     """Print the verdict (Markdown or JSON) and write the files it goes to."""
-    if found.result is not None:
-        text = compare_md.comparison(
-            found.result, found.baseline, found.candidate, checked, verdict, found.notes
-        )
-    else:
-        text = compare_md.thresholds_only(found.candidate, checked, verdict, found.notes)
     if as_json:
         code = int(OUTCOME_CODES[verdict])
         print_verdict_json(
@@ -269,7 +280,7 @@ def report(
     """
     from perfbench.report import release
 
-    with errors():
+    with errors(), store.reading(*run_refs, baseline_ref):
         runs = [release.load(ref, root) for ref in sweeps.with_levels(run_refs)]
         baseline = release.load(baseline_ref, root) if baseline_ref else None
         if baseline is not None:
@@ -306,7 +317,7 @@ def export_(
         raise typer.BadParameter(f"--format is one of {', '.join(export.FORMATS)}")
     if phase not in export.PHASES:
         raise typer.BadParameter(f"--phase is one of {', '.join(export.PHASES)}")
-    with errors():
+    with errors(), store.reading(run_ref):
         run = export.load_run(store.resolve_run(run_ref, root))
         written = export.export(run, fmt, out_path, phase)
     err.print(f"Wrote [bold]{written}[/]", highlight=False)

@@ -255,6 +255,10 @@ class Fleet:
             tg.start_soon(watch)
         return result[0]
 
+    async def _died(self, w: _Worker) -> WorkerError:
+        code = await w.process.wait()
+        return WorkerError(f"worker {w.index} died (exit code {code}): {w.tail()}")
+
     def _channel(self, w: _Worker) -> Channel:
         assert w.channel is not None
         return w.channel
@@ -264,8 +268,7 @@ class Fleet:
             try:
                 message = await self._channel(w).receive()
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
-                code = await w.process.wait()
-                raise WorkerError(f"worker {w.index} died (exit code {code}): {w.tail()}") from None
+                raise await self._died(w) from None
             match message:
                 case Samples(lines, count):
                     self._samples(lines, count, w.index)
@@ -340,7 +343,11 @@ class Fleet:
                     self.on_pass(phase, index, count)
             start = time.monotonic() + 0.01  # every worker gets its go before this moment
             for w in self._workers:
-                await self._channel(w).send(Go(phase, index, start))
+                try:
+                    await self._channel(w).send(Go(phase, index, start))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    # It died between passes: its listener may not have said so yet.
+                    raise await self._died(w) from None
             await self._wait(partial(self._reported, key))
             for scopes in self._reports.pop(key):
                 if scopes is not None:

@@ -9,7 +9,7 @@ windows stay ordered."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,22 +30,34 @@ class Resume:
 
     @classmethod
     def read(cls, run_dir: Path, suite: Suite, plan: Plan) -> tuple[Resume, list[Sample]]:
-        """What ``run_dir`` has measured, and the samples kept (samples.jsonl is compacted:
-        a torn last line and cancelled tasks go; open loop, passes that did not finish)."""
-        keep = _whole_passes(run_dir, suite, plan) if isinstance(plan.load, Rate) else None
-        kept = store.compact_samples(run_dir, keep or (lambda s: True))
-        passes = frozenset((s.phase, s.run) for s in kept) if keep is not None else frozenset()
+        """What ``run_dir`` has measured, and the samples kept (samples.jsonl is rewritten
+        with them: a torn last line, cancelled tasks and repeated tasks go; open loop, passes
+        that did not finish)."""
+        kept = _unique(s for s in store.read_samples(run_dir) if s.status != "cancelled")
+        open_loop = isinstance(plan.load, Rate)
+        if open_loop:
+            kept = _whole_passes(kept, suite, plan)
+        store.rewrite_samples(run_dir, kept)
         resume = cls(
             done=frozenset(s.key for s in kept),
-            whole_passes=passes,
+            whole_passes=frozenset((s.phase, s.run) for s in kept) if open_loop else frozenset(),
             clock_offset=max((s.end for s in kept), default=0.0),
         )
         return resume, kept
 
 
-def _whole_passes(run_dir: Path, suite: Suite, plan: Plan) -> Callable[[Sample], bool]:
+def _unique(samples: Iterable[Sample]) -> list[Sample]:
+    """Each task once, its first line kept: a task's line found twice (pasted twice, or two
+    processes that appended to one run before run directories were locked) would otherwise
+    be counted twice in every statistic."""
+    first: dict[TaskKey, Sample] = {}
+    for sample in samples:
+        first.setdefault(sample.key, sample)
+    return list(first.values())
+
+
+def _whole_passes(samples: list[Sample], suite: Suite, plan: Plan) -> list[Sample]:
     assert isinstance(plan.load, Rate)
     per_pass = plan.load.count(len(suite.cases) * plan.repeat)
-    seen = Counter((s.phase, s.run) for s in store.read_samples(run_dir) if s.status != "cancelled")
-    whole = {key for key, n in seen.items() if n >= per_pass}
-    return lambda s: (s.phase, s.run) in whole
+    seen = Counter((s.phase, s.run) for s in samples)
+    return [s for s in samples if seen[s.phase, s.run] >= per_pass]

@@ -6,7 +6,6 @@ summary.json describes every sample that reached samples.jsonl."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -77,8 +76,14 @@ class Session:
         # Checked before any task runs (and outside the event loop, so errors stay plain).
         self._resume_meta: Meta | None = None
         self.resume = Resume()
+        self._lock: store.Lock | None = None  # held from here, or from run(), to run()'s end
         if resume and run_dir is not None:
-            self._resume_meta, self.resume = self._resumed(run_dir)
+            self._lock = store.lock(run_dir, f"perfbench run --resume {run_dir}")
+            try:
+                self._resume_meta, self.resume = self._resumed(run_dir)
+            except BaseException:
+                self._lock.release()
+                raise
         self.engine = self._engine(clock)
         self.stopped_by: str | None = None
 
@@ -123,6 +128,13 @@ class Session:
         return price(self.pricer, self.price_ref, self.target.simulated, sample)
 
     async def run(self) -> RunResult:
+        try:
+            return await self._run()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    async def _run(self) -> RunResult:
         started = datetime.now(UTC)
         if self._resume_meta is not None:
             run_dir: Path | None = self.run_dir
@@ -131,10 +143,10 @@ class Session:
             run_dir = self._create_dir(started)
             meta = self._meta(run_dir, started)
         if run_dir is not None:
-            store.write_json(run_dir / store.META, meta)
-            self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
+            self._open(run_dir, meta)
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
+        raising = True  # until the engine returns: then a failed write is the error to report
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
@@ -142,6 +154,7 @@ class Session:
                 outcome = await self.engine.run()
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
+            raising = False
         except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
             status = "interrupted"
             raise
@@ -168,8 +181,7 @@ class Session:
             meta["headline"] = headline(summary)
             if run_dir is not None and self.recorder.writer is not None:
                 self.recorder.writer.close()
-                _best_effort(store.write_json, run_dir / store.SUMMARY, summary)
-                store.write_json(run_dir / store.META, meta)
+                _record_end(run_dir, summary, meta, raising)
             result = RunResult(run_dir, meta, summary)
             self.observer.run_finished(result)
         return result
@@ -186,7 +198,9 @@ class Session:
         return headroom(summary, self.plan.workers, ceiling)
 
     def _resumed(self, run_dir: Path) -> tuple[Meta, Resume]:
-        """Take up an interrupted run: keep every finished task, run only the rest."""
+        """Take up an interrupted run (its lock held): keep every finished task, run only the
+        rest."""
+        store.remove_strays(run_dir)  # temp files of a process killed while writing one
         meta: Meta = store.read_json(run_dir / store.META)
         if meta["suite"]["digest"] != self.suite.digest:
             raise StoreError(
@@ -204,12 +218,27 @@ class Session:
     def _create_dir(self, started: datetime) -> Path | None:
         if self.run_dir is not None:
             store.make_dir(self.run_dir)
-            return self.run_dir
-        if self.spec.out is None:
+            path = self.run_dir
+        elif self.spec.out is None:
             return None
-        return store.new_run_dir(
-            Path(self.spec.out), self.suite.name, self.target.name, self.spec.label, started
-        )
+        else:
+            path = store.new_run_dir(
+                Path(self.spec.out), self.suite.name, self.target.name, self.spec.label, started
+            )
+        # Before meta.json exists: a `--resume` of this directory must wait for this run.
+        self._lock = store.lock(path, f"perfbench run --resume {path}")
+        return path
+
+    def _open(self, run_dir: Path, meta: Meta) -> None:
+        """meta.json as the run starts, and samples.jsonl opened for appending."""
+        try:
+            store.write_json(run_dir / store.META, meta)
+        except StoreError as exc:
+            again = "resume again" if self._resume_meta else "start the run again"
+            raise StoreError(
+                f"{exc}. Nothing was measured yet: fix the cause, then {again}"
+            ) from exc
+        self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
 
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
         return {
@@ -251,11 +280,24 @@ class Session:
         }
 
 
-def _best_effort(write: Callable[[Path, Any], None], path: Path, doc: Any) -> None:
-    """The summary is derived data (it can be rebuilt from samples.jsonl): on a full disk it
-    must not stop meta.json from recording how the run ended."""
+def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> None:
+    """summary.json, then meta.json with how the run ended. The summary is derived data (it
+    can be rebuilt from samples.jsonl): on a full disk it must not stop meta.json from being
+    written. When the run is already ending on an error (``raising``; a full disk, most
+    often), that error, with its resume hint, is the one to report: a meta.json that cannot
+    be written stays ``running``, which readers call killed once this process is gone, and
+    --resume takes it up alike."""
     with suppress(StoreError):
-        write(path, doc)
+        store.write_json(run_dir / store.SUMMARY, summary)
+    try:
+        store.write_json(run_dir / store.META, meta)
+    except StoreError as exc:
+        if raising:
+            return
+        raise StoreError(
+            f"{exc}. What was measured is kept in samples.jsonl: fix the cause, then "
+            f"`perfbench run --resume {run_dir}`"
+        ) from exc.__cause__
 
 
 def _load(plan: Plan) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from perfbench import store
 from perfbench.engine.observer import RunObserver
@@ -78,6 +79,16 @@ class Sweep:
                 datetime.now(UTC),
             )
         path = self.path
+        # One process per sweep directory, for the sweep's whole life (each level's run
+        # directory is locked by its session too).
+        held = store.lock(path, f"perfbench sweep --resume {path}")
+        try:
+            store.remove_strays(path)  # temp files of a process killed while writing one
+            return await self._levels(path)
+        finally:
+            held.release()
+
+    async def _levels(self, path: Path) -> SweepResult:
         previous = store.read_json(path / PLAN_FILE) if (path / PLAN_FILE).is_file() else {}
         if previous.get("suite_digest", self.suite.digest) != self.suite.digest:
             raise StoreError(f"{path} was swept with another version of the suite; start anew")
@@ -95,27 +106,34 @@ class Sweep:
             findings = analyse(levels, self.reasons, rates=self.plan.rates, slo=self.plan.slo)
             return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
         levels = [self.measured[k] for k in sorted(self.measured)]
+        findings = analyse(levels, self.reasons, rates=self.plan.rates, slo=self.plan.slo)
+        self._write_findings(path, levels, findings)
+        store.write_json(path / PLAN_FILE, {**how, "status": "completed"})
+        return SweepResult(path, levels, findings, self.plan)
+
+    def _write_findings(self, path: Path, levels: list[Level], findings: dict[str, Any]) -> None:
+        """sweep.json, sweep.md and the chart. A failed write leaves sweep-plan.json
+        ``running``, so `perfbench sweep --resume` writes them again from the levels kept."""
         rates, slo = self.plan.rates, self.plan.slo
-        findings = analyse(levels, self.reasons, rates=rates, slo=slo)
         doc = {
             "levels": [asdict(v) for v in levels],
             "findings": findings,
-            "plan": {
-                "rates": self.plan.rates,
-                "rule": asdict(self.plan.rule),
-                "slo": self.plan.slo,
-            },
+            "plan": {"rates": rates, "rule": asdict(self.plan.rule), "slo": slo},
         }
         store.write_json(path / "sweep.json", doc)
         text = markdown(levels, findings, rates=rates, slo=slo)
-        (path / "sweep.md").write_text(text, encoding="utf-8")
-        store.write_json(path / PLAN_FILE, {**how, "status": "completed"})
-        if levels:
-            from perfbench.report.charts import sweep_chart  # matplotlib loads only here
+        try:
+            (path / "sweep.md").write_text(text, encoding="utf-8")
+            if levels:
+                from perfbench.report.charts import sweep_chart  # matplotlib loads only here
 
-            unit = "tasks/s" if self.plan.rates else "concurrency"
-            sweep_chart(levels, findings["knee"], path / "sweep", unit)
-        return SweepResult(path, levels, findings, self.plan)
+                unit = "tasks/s" if rates else "concurrency"
+                sweep_chart(levels, findings["knee"], path / "sweep", unit)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the sweep's findings in {path}: {exc.strerror or exc}. The "
+                f"levels are kept: fix the cause, then `perfbench sweep --resume {path}`"
+            ) from exc
 
     async def _auto(self, path: Path) -> None:
         level, good, bad = 1.0, None, None

@@ -85,24 +85,21 @@ def build(
     except OSError as exc:
         raise StoreError(f"{out}: cannot create the report folder: {exc.strerror}") from None
     ordered = ([baseline] if baseline is not None else []) + [r for r in runs if r is not baseline]
-    figures = _draw(ordered, out)
+    try:
+        figures = _draw(ordered, out)
+        sweeps = _sweeps(ordered, out)
+    except OSError as exc:  # a full disk, a folder made read-only
+        raise StoreError(f"{out}: cannot write the report: {exc.strerror or exc}") from exc
     comparisons: list[tuple[RunData, Comparison]] = []
     if baseline is not None:
         for run in ordered[1:]:
             comparisons.append((run, compare(baseline.summary, run.summary, rules or Rules())))
-    # Each sweep once (at its first level in the report), however many of its levels are in.
-    firsts = {r.path.parent.resolve(): r for r in reversed(ordered)}  # the earliest level wins
-    sweeps = [
-        _copy_sweep(r, out)
-        for r in ordered
-        if firsts[r.path.parent.resolve()] is r and (r.path.parent / "sweep.md").is_file()
-    ]
     text = release_md.report(
         [_view(r) for r in ordered],
         baseline.name if baseline is not None else None,
         figures,
         [(run.name, _view(run), c) for run, c in comparisons],
-        [s for s in sweeps if s is not None],
+        sweeps,
     )
     path = out / "report.md"
     try:
@@ -110,6 +107,16 @@ def build(
     except OSError as exc:
         raise StoreError(f"{path}: cannot write: {exc.strerror}") from None
     return path
+
+
+def _sweeps(runs: Sequence[RunData], out: Path) -> list[tuple[str, str]]:
+    """Each sweep once (at its first level in the report), however many of its levels are in."""
+    firsts = {r.path.parent.resolve(): r for r in reversed(runs)}  # the earliest level wins
+    return [
+        _copy_sweep(r, out)
+        for r in runs
+        if firsts[r.path.parent.resolve()] is r and (r.path.parent / "sweep.md").is_file()
+    ]
 
 
 def _view(run: RunData) -> release_md.RunView:
@@ -166,7 +173,7 @@ def _median(entry: Mapping[str, Any] | None) -> float | None:
     return None if not entry else float(entry["median"])
 
 
-def _copy_sweep(run: RunData, out: Path) -> tuple[str, str] | None:
+def _copy_sweep(run: RunData, out: Path) -> tuple[str, str]:
     """A run that is a level of a sweep brings the sweep's curve and findings along."""
     sweep = run.path.parent
     target = out / f"sweep-{sweep.name}"

@@ -15,7 +15,8 @@ import fnmatch
 import os
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,13 +25,17 @@ from typing import TYPE_CHECKING, Any
 from perfbench.errors import StoreError
 from perfbench.store.documents import Meta, Owner
 from perfbench.store.files import (
+    META,
     SAMPLES,
+    SUMMARY,
     SampleWriter,
-    compact_samples,
     read_json,
     read_samples,
+    remove_strays,
+    rewrite_samples,
     write_json,
 )
+from perfbench.store.lock import Lock, lock
 
 if TYPE_CHECKING:
     from perfbench.stats.summary import Summary
@@ -39,11 +44,12 @@ __all__ = [
     "META",
     "SAMPLES",
     "SUMMARY",
+    "Lock",
     "Meta",
     "RunInfo",
     "SampleWriter",
-    "compact_samples",
     "list_runs",
+    "lock",
     "make_dir",
     "match_runs",
     "new_run_dir",
@@ -52,13 +58,14 @@ __all__ = [
     "read_meta",
     "read_samples",
     "read_summary",
+    "reading",
+    "remove_strays",
     "resolve_run",
+    "rewrite_samples",
+    "scan_runs",
     "status",
     "write_json",
 ]
-
-META = "meta.json"
-SUMMARY = "summary.json"
 
 
 def _slug(text: str) -> str:
@@ -101,16 +108,22 @@ class RunInfo:
 
 
 def list_runs(root: Path) -> list[RunInfo]:
-    """Every run directory under ``root`` with a readable meta.json, oldest first."""
+    """Every run directory under ``root`` with a sound meta.json, oldest first."""
+    return scan_runs(root)[0]
+
+
+def scan_runs(root: Path) -> tuple[list[RunInfo], list[StoreError]]:
+    """The run directories under ``root`` (oldest first), and why each one whose meta.json is
+    damaged was left out: a damaged directory is not a run, but ``list`` says it is there."""
     if not root.is_dir():
-        return []
-    out = []
+        return [], []
+    runs, damaged = [], []
     for meta in sorted(root.glob(f"*/{META}")):
         try:
-            out.append(RunInfo(meta.parent, read_json(meta)))
-        except StoreError:
-            continue  # an unreadable directory is not a run; `show` on it gives the reason
-    return out
+            runs.append(RunInfo(meta.parent, read_json(meta)))
+        except StoreError as exc:
+            damaged.append(exc)
+    return runs, damaged
 
 
 def resolve_run(ref: str, root: Path) -> Path:
@@ -119,9 +132,27 @@ def resolve_run(ref: str, root: Path) -> Path:
     if (path / META).is_file():
         return path
     matches = [r.path for r in list_runs(root) if r.path.name == ref or r.meta.get("label") == ref]
-    if not matches:
-        raise StoreError(f"no run '{ref}': not a run directory, nor a name or label in {root}/")
-    return matches[-1]
+    if matches:
+        return matches[-1]
+    if (root / ref / META).is_file():
+        return root / ref  # its meta.json is damaged: reading it says how
+    raise StoreError(f"no run '{ref}': not a run directory, nor a name or label in {root}/")
+
+
+@contextmanager
+def reading(*runs: str | Path | None) -> Iterator[None]:
+    """A reader of ``runs`` (references or directories) ends with a ``StoreError`` rather
+    than a traceback when their files hold what the checks (``store.checks``) do not look at,
+    such as a key renamed deep inside summary.json: the error names the runs and the fault."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        names = ", ".join(str(r) for r in runs if r is not None)
+        raise StoreError(
+            f"cannot read {names}: unexpected content ({type(exc).__name__}: {exc}). A file "
+            f"of the run is damaged or from another perfbench version: `perfbench show` each "
+            f"run to find it; a summary.json deleted is recomputed from samples.jsonl"
+        ) from exc
 
 
 def match_runs(pattern: str, root: Path) -> list[Path]:

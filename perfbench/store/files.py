@@ -1,12 +1,18 @@
-"""Files of a run directory: atomic JSON documents and the append-only samples.jsonl."""
+"""Files of a run directory: atomic JSON documents and the append-only samples.jsonl.
+
+Reading checks every document against what its readers rely on (``store.checks``): a damaged
+file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
+Writing never leaves half a file nor a temporary one: a failed write removes its temp file
+and raises a ``StoreError`` that keeps the cause (``No space left on device``)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -14,31 +20,94 @@ import orjson
 
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
+from perfbench.store import checks
 
+META = "meta.json"
 SAMPLES = "samples.jsonl"
+SUMMARY = "summary.json"
+PLAN_FILE = "sweep-plan.json"
+
+# What each document must look like, and how to repair one that does not.
+_SHAPES: dict[str, tuple[checks.Shape, str]] = {
+    META: (checks.META, "restore meta.json from a copy, or remove the run directory"),
+    SUMMARY: (
+        checks.SUMMARY,
+        "summary.json is derived from samples.jsonl: delete it and perfbench recomputes it",
+    ),
+    PLAN_FILE: (checks.SWEEP_PLAN, "restore it from a copy, or start the sweep anew"),
+}
+_LINE_FIX = (
+    "The line is damaged: delete it (its task is lost; `perfbench run --resume` of an "
+    "unfinished run measures it again) or restore the file from a copy"
+)
+# mkstemp's temporary files (``.meta.json.k2j4_x9q``), which a kill can leave behind.
+_TEMP = re.compile(r"\.[\w.-]+\.jsonl?\.\w+")
 
 
 def write_json(path: Path, doc: Any) -> None:
     """Write JSON atomically: a temp file in the same folder, fsynced, then renamed over."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    _replace(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def _replace(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Write ``path`` through a temp file renamed over it: a reader (or a kill) sees the old
+    file or the new one. On failure the temp file goes too, so a full disk is not fuller."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, ensure_ascii=False, sort_keys=False)
-            fh.write("\n")
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def remove_strays(folder: Path) -> None:
+    """Remove the temp files a process killed mid-write left (never the documents): call only
+    while holding the folder's lock, since a live writer's temp file looks the same."""
+    with contextlib.suppress(OSError):
+        for path in folder.iterdir():
+            if _TEMP.fullmatch(path.name):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 def read_json(path: Path) -> Any:
+    """A JSON document; a run directory's own (meta.json, summary.json, sweep-plan.json) is
+    also checked against what its readers rely on, so every reader says the same thing about
+    a damaged one."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError as exc:
         raise StoreError(f"{path} does not exist") from exc
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{path}: byte {exc.start}: not UTF-8 text; {_fix(path)}") from exc
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = "empty" if not text.strip() else f"not valid JSON ({exc.msg})"
+        raise StoreError(f"{path}:{exc.lineno}:{exc.colno}: {what}; {_fix(path)}") from exc
+    known = _SHAPES.get(path.name)
+    if known is not None:
+        try:
+            checks.check(doc, known[0])
+        except checks.Damage as exc:
+            raise StoreError(f"{path}: {exc}; {known[1]}") from None
+    return doc
+
+
+def _fix(path: Path) -> str:
+    known = _SHAPES.get(path.name)
+    return known[1] if known is not None else "restore it from a copy"
 
 
 class SampleWriter:
@@ -49,7 +118,10 @@ class SampleWriter:
         try:
             self._fh: IO[bytes] = path.open("ab")
         except OSError as exc:
-            raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+            raise StoreError(
+                f"cannot open {path}: {exc.strerror}. Fix the cause, then "
+                f"`perfbench run --resume {path.parent}`"
+            ) from exc
         self.path = path
 
     def write(self, sample: Sample) -> None:
@@ -74,33 +146,48 @@ class SampleWriter:
 
 
 def read_samples(run_dir: Path) -> Iterator[Sample]:
-    """The samples of a run; a torn last line (a crash mid-write) is skipped."""
+    """The samples of a run, each line checked. A torn last line (a kill mid-write) is
+    skipped, since its task did not finish as far as the run knows; a damaged line elsewhere
+    is a ``StoreError`` naming the line."""
     path = run_dir / SAMPLES
     try:
         fh = path.open("rb")
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
     with fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):
                 return  # torn final line
-            yield Sample.from_json(orjson.loads(line))
+            if line.strip():  # a blank line (an editor's) holds no sample
+                yield _sample(line, path, number)
 
 
-def compact_samples(run_dir: Path, keep: Callable[[Sample], bool] = lambda s: True) -> list[Sample]:
-    """Rewrite samples.jsonl without a torn last line, cancelled tasks (to be run again) and
-    samples ``keep`` rejects; returns the samples kept. Atomic: a crash here leaves the old
-    file."""
-    kept = [s for s in read_samples(run_dir) if s.status != "cancelled" and keep(s)]
-    path = run_dir / SAMPLES
+def _sample(line: bytes, path: Path, number: int) -> Sample:
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{SAMPLES}.", dir=run_dir)
-        with os.fdopen(fd, "wb") as fh:
-            for sample in kept:
-                fh.write(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise StoreError(f"cannot rewrite {path}: {exc.strerror}") from exc
-    return kept
+        doc = orjson.loads(line)
+        checks.check(doc, checks.SAMPLE)
+    except orjson.JSONDecodeError as exc:
+        what = f"not a JSON line ({exc.msg}, column {exc.colno})"
+        raise StoreError(f"{path}:{number}: {what}. {_LINE_FIX}") from None
+    except checks.Damage as exc:
+        raise StoreError(f"{path}:{number}: {exc}. {_LINE_FIX}") from None
+    return Sample.from_json(doc)
+
+
+def rewrite_samples(run_dir: Path, samples: Iterable[Sample]) -> None:
+    """Replace samples.jsonl with ``samples``. Atomic: a kill or a full disk here leaves the
+    old file whole."""
+    path = run_dir / SAMPLES
+
+    def write(fh: IO[bytes]) -> None:
+        for sample in samples:
+            fh.write(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
+
+    try:
+        _replace(path, write)
+    except StoreError as exc:
+        raise StoreError(
+            f"{exc}. samples.jsonl is unchanged: fix the cause, then resume again"
+        ) from exc.__cause__

@@ -18,8 +18,10 @@ from typing import Any
 from perfbench import store
 from perfbench.errors import StoreError
 from perfbench.stats.summary import Summary
+from perfbench.store.files import PLAN_FILE
+from perfbench.store.lock import LOCK
 
-PLAN_FILE = "sweep-plan.json"
+__all__ = ["PLAN_FILE", "finished", "is_sweep", "level_dir", "read_plan", "resumable"]
 
 
 def is_sweep(path: Path) -> bool:
@@ -34,6 +36,12 @@ def read_plan(path: Path) -> dict[str, Any]:
     """How an unfinished sweep was started, to resume it."""
     plan_file = path / PLAN_FILE
     if not plan_file.is_file():
+        if path.is_dir() and not any(p.name.startswith("level-") for p in path.iterdir()):
+            # Killed before sweep-plan.json was first written: nothing was measured.
+            raise StoreError(
+                f"{path} has no {PLAN_FILE}: the sweep was stopped before it began, and "
+                "nothing was measured. Start the sweep again (and remove this folder)"
+            )
         raise StoreError(f"{path} is not a sweep directory that can resume (no {PLAN_FILE})")
     how: dict[str, Any] = store.read_json(plan_file)
     if how.get("status") == "completed":
@@ -55,22 +63,33 @@ def finished(run_dir: Path) -> Summary | None:
 
 
 def resumable(run_dir: Path, open_loop: bool) -> bool:
-    """Whether an existing level directory is continued (True) or the level starts afresh. An
-    open-loop level cannot continue its schedule: the partial one is moved aside, not lost."""
+    """Whether an existing level directory is continued (True) or the level starts afresh.
+    Called under the sweep's lock, so no process is writing the level. Whatever state a kill
+    left the level in is taken up: temp files are removed, a level that never wrote its
+    meta.json starts afresh (anything else in it is moved aside, not lost), and an open-loop
+    level, whose schedule cannot be continued, is moved aside and measured again."""
     if not run_dir.exists():
         return False
+    store.remove_strays(run_dir)
     if not (run_dir / store.META).is_file():
-        if any(run_dir.iterdir()):
-            raise StoreError(f"{run_dir} has files but no meta.json: move it away and resume")
-        run_dir.rmdir()  # killed between making the folder and writing meta.json
+        if {p.name for p in run_dir.iterdir()} <= {LOCK}:
+            (run_dir / LOCK).unlink(missing_ok=True)
+            run_dir.rmdir()  # killed between making the folder and writing meta.json
+        else:
+            _move_aside(run_dir)
         return False
     if open_loop:
-        k = 1
-        while run_dir.with_name(f"{run_dir.name}.partial-{k}").exists():
-            k += 1
-        run_dir.rename(run_dir.with_name(f"{run_dir.name}.partial-{k}"))
+        _move_aside(run_dir)
         return False
     return True
+
+
+def _move_aside(run_dir: Path) -> None:
+    """``level-N`` → ``level-N.partial-<k>``: its level is measured again from the start."""
+    k = 1
+    while run_dir.with_name(f"{run_dir.name}.partial-{k}").exists():
+        k += 1
+    run_dir.rename(run_dir.with_name(f"{run_dir.name}.partial-{k}"))
 
 
 def with_levels(refs: list[str]) -> list[str]:

@@ -123,7 +123,7 @@ def _served(*options: str) -> Iterator[tuple[str, list[str]]]:
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            stderr.append(proc.communicate(timeout=10)[1])
+            stderr.append(proc.communicate(timeout=60)[1])  # a loaded CI machine is slow
         finally:
             proc.kill()
 

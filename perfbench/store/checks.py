@@ -1,0 +1,459 @@
+"""What a reader checks before it trusts a run directory's files.
+
+A run directory outlives the process that wrote it: it is copied, edited by hand, cut short by
+a full disk or a kill, restored from a backup. Every document is checked against the shape its
+readers rely on as it is read, so a damaged file is reported as ``file: where: what`` (or
+``file:line: where: what`` for samples.jsonl) with how to fix it, instead of failing later,
+deep in a renderer, with a traceback.
+
+A shape is a small tree of ``Leaf`` (one JSON value), ``Obj`` (an object's keys), ``ListOf``,
+``MapOf`` (an object of any keys), ``Maybe`` (or null) and ``AnyOf``. The shapes say what
+readers index (``meta["suite"]["cases"]``); keys only ever read with ``.get`` may be absent,
+as in run directories written by older versions of perfbench. The sample line's shape is
+derived from the ``Sample`` dataclass, so a new field is checked without a change here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from perfbench.sample import Sample, Step
+from perfbench.stats.histogram import decode
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One JSON value that passes ``test``; ``expected`` says what it should be, for people.
+    ``types``: when ``test`` only asks for one of these types, so the compiled check of an
+    object tests the type in line (a sample line has ~40 such keys)."""
+
+    expected: str
+    test: Callable[[Any], bool]
+    types: frozenset[type] | None = None
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A JSON object: ``required`` keys, ``optional`` ones, and any others if ``closed`` is
+    false (checked only to hold finite numbers)."""
+
+    required: Mapping[str, Shape]
+    optional: Mapping[str, Shape] = field(default_factory=dict)
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Shape
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """A JSON object whose keys are names (cases, languages, metrics) and values ``value``."""
+
+    value: Shape
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """``shape`` or null."""
+
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """One of ``shapes`` (a document format that changed between versions)."""
+
+    shapes: tuple[Shape, ...]
+
+
+Shape = Leaf | Obj | ListOf | MapOf | Maybe | AnyOf
+
+
+class Damage(Exception):
+    """Where in a document (``suite.cases[2].timeout_s``) it is not what readers expect."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where}: {what}" if where else what)
+
+
+def check(value: Any, shape: Shape, where: str = "") -> None:
+    """Raise ``Damage`` at the first place ``value`` does not have ``shape``. A sound value
+    is passed by the compiled test (a sample line is checked in a few µs, not the ~70 µs the
+    walk below takes, which is what reading a million of them for an export would add); the
+    walk, which says where and what, runs only on a value that failed it."""
+    if not _compiled(shape)(value):
+        _locate(value, shape, where)
+        raise Damage(where, "not what its readers expect")  # the two tests disagree: a bug
+
+
+def _locate(value: Any, shape: Shape, where: str) -> None:
+    if isinstance(shape, Maybe):
+        if value is not None:
+            _locate(value, shape.shape, where)
+    elif isinstance(shape, Leaf):
+        if not shape.test(value):
+            raise Damage(where, f"expected {shape.expected}, found {_found(value)}")
+    elif isinstance(shape, Obj):
+        _check_obj(value, shape, where)
+    elif isinstance(shape, AnyOf):
+        _check_any(value, shape, where)
+    elif isinstance(shape, ListOf):
+        if not isinstance(value, list):
+            raise Damage(where, f"expected a list, found {_found(value)}")
+        for i, item in enumerate(value):
+            _locate(item, shape.item, f"{where}[{i}]")
+    else:
+        if not isinstance(value, dict):
+            raise Damage(where, f"expected an object, found {_found(value)}")
+        for key, item in value.items():
+            _locate(item, shape.value, _join(where, key))
+
+
+def _check_obj(value: Any, shape: Obj, where: str) -> None:
+    if not isinstance(value, dict):
+        raise Damage(where, f"expected an object, found {_found(value)}")
+    for key, item_shape in shape.required.items():
+        if key not in value:
+            raise Damage(where, f"the key '{key}' is missing")
+        _locate(value[key], item_shape, _join(where, key))
+    for key, item in value.items():
+        if key in shape.required:
+            continue
+        known = shape.optional.get(key)
+        if known is not None:
+            _locate(item, known, _join(where, key))
+        elif shape.closed:
+            raise Damage(_join(where, key), "not a key this document has")
+        else:
+            _locate(item, JSON, _join(where, key))
+
+
+def _check_any(value: Any, shape: AnyOf, where: str) -> None:
+    damage: Damage | None = None
+    for each in shape.shapes:
+        try:
+            _locate(value, each, where)
+            return
+        except Damage as exc:
+            damage = damage or exc  # the first (newest) format's complaint is the one to show
+    assert damage is not None
+    raise damage
+
+
+_COMPILED: dict[int, Callable[[Any], bool]] = {}  # by id: shapes are module constants
+
+
+def _compiled(shape: Shape) -> Callable[[Any], bool]:
+    """``shape`` as one test of a whole value, made once per shape."""
+    test = _COMPILED.get(id(shape))
+    if test is None:
+        test = _COMPILED[id(shape)] = _compile(shape)
+    return test
+
+
+def _compile(shape: Shape) -> Callable[[Any], bool]:
+    if isinstance(shape, Leaf):
+        return shape.test
+    if isinstance(shape, Obj):
+        return _compile_obj(shape)
+    if isinstance(shape, AnyOf):
+        tests = [_compiled(s) for s in shape.shapes]
+        return lambda v: any(t(v) for t in tests)
+    if isinstance(shape, Maybe):
+        inner = _compiled(shape.shape)
+        return lambda v: v is None or inner(v)
+    if isinstance(shape, ListOf):
+        item = _compiled(shape.item)
+        return lambda v: type(v) is list and all(map(item, v))
+    values = _compiled(shape.value)
+    return lambda v: type(v) is dict and all(map(values, v.values()))
+
+
+def _compile_obj(shape: Obj) -> Callable[[Any], bool]:
+    shapes = {**shape.optional, **shape.required}
+    types = {k: t for k, s in shapes.items() if (t := _types(s)) is not None}
+    tests = {k: _compiled(s) for k, s in shapes.items() if k not in types}
+    rest = None if shape.closed else _json
+    required = tuple(shape.required)
+
+    def test(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        for key, item in value.items():
+            allowed = types.get(key)
+            if allowed is not None:
+                if type(item) not in allowed:
+                    return False
+                continue
+            known = tests.get(key, rest)
+            if known is None or not known(item):
+                return False
+        return all(key in value for key in required)
+
+    return test
+
+
+def _types(shape: Shape) -> frozenset[type] | None:
+    """The types a value of ``shape`` may have, when its type is all it is checked for."""
+    if isinstance(shape, Maybe):
+        inner = _types(shape.shape)
+        return None if inner is None else inner | {type(None)}
+    return shape.types if isinstance(shape, Leaf) else None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _found(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", str: "a string", list: "a list", dict: "an object"}
+    name = names.get(type(value), "a number")
+    shown = repr(value) if not isinstance(value, list | dict) else ""
+    return f"{name} ({shown[:40]})" if shown else name
+
+
+def _number(value: Any) -> bool:
+    # bool is an int to Python, not a number to a reader; JSON's 1e999 reads as infinity.
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json(value: Any) -> bool:
+    """Any JSON value without infinities or NaN (Python's json reads 1e999, NaN, Infinity)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(_json(v) for v in value.values())
+    return True
+
+
+TEXT = Leaf("a string", lambda v: type(v) is str, frozenset({str}))
+INT = Leaf("an integer", lambda v: type(v) is int, frozenset({int}))
+COUNT = Leaf("a whole number, 1 or more", lambda v: type(v) is int and v >= 1)
+POSITIVE = Leaf("a number above 0", lambda v: _number(v) and v > 0)
+PASSES = Leaf("a whole number, 0 or more", lambda v: type(v) is int and v >= 0)
+NUMBER = Leaf("a finite number", _number)
+BOOL = Leaf("true or false", lambda v: type(v) is bool, frozenset({bool}))
+# orjson, which reads samples.jsonl, refuses infinities and NaN: a number's type is enough.
+PARSED_NUMBER = Leaf("a number", lambda v: type(v) in (int, float), frozenset({int, float}))
+JSON = Leaf("a JSON value with finite numbers", _json)
+
+
+def _histogram(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        decode(value)
+    except Exception:  # hdrh raises zlib's, binascii's and its own errors on a damaged blob
+        return False
+    return True
+
+
+HISTOGRAM = Leaf("an encoded HDR histogram", _histogram)
+
+
+def one_of(*choices: str) -> Leaf:
+    return Leaf(" or ".join(repr(c) for c in choices), lambda v: v in choices)
+
+
+# --- meta.json ---------------------------------------------------------------------------
+
+_CASE = Obj(
+    {"id": TEXT, "timeout_s": NUMBER, "language": TEXT, "tools": INT},
+    {"tags": ListOf(TEXT)},
+)
+_LOAD_FIELDS: dict[str, Shape] = {
+    "per_second": NUMBER,
+    "arrival": one_of("constant", "poisson"),
+    "duration_s": Maybe(NUMBER),
+    "max_in_flight": Maybe(COUNT),
+    "start": COUNT,
+    "maximum": COUNT,
+    "decrease": NUMBER,
+    "cooldown_s": NUMBER,
+}
+_SHAPE: dict[str, Shape] = {"shape": one_of("adaptive", "rate")}
+# Closed: the load is rebuilt from these keys on --resume, and another would not fit. The
+# spec's load names its shape; meta.json's ``plan`` (kept for older readers) does not.
+_LOAD = Obj(_SHAPE, _LOAD_FIELDS, closed=True)
+_BARE_LOAD = Obj({}, {**_SHAPE, **_LOAD_FIELDS}, closed=True)
+
+
+def _plan(load: Shape) -> Obj:
+    counts = {"repeat": COUNT, "concurrency": COUNT, "workers": COUNT}
+    return Obj(
+        {},
+        {
+            **counts,
+            "runs": PASSES,
+            "warmup": PASSES,
+            "seed": INT,
+            "ramp_up": Maybe(NUMBER),
+            "load": Maybe(load),
+        },
+    )
+
+
+_PLAN = _plan(_LOAD)
+_TARGET = Obj(
+    {"target": TEXT},
+    {
+        "base_url": Maybe(TEXT),
+        "api_key_env": Maybe(TEXT),
+        "stream": BOOL,
+        "retries": PASSES,
+        "max_retry_wait": NUMBER,
+        "check_tokens": BOOL,
+        "headers": ListOf(TEXT),
+    },
+)
+SPEC = Obj(
+    {"cases": ListOf(TEXT), "target": _TARGET, "plan": _PLAN},
+    {"label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT)},
+)
+META = Obj(
+    {
+        "id": Maybe(TEXT),
+        "status": TEXT,
+        "target": TEXT,
+        "suite": Obj({"name": TEXT, "digest": TEXT, "cases": ListOf(_CASE)}),
+    },
+    {
+        "schema": INT,
+        "owner": Obj({"hostname": TEXT, "pid": INT}),
+        "label": Maybe(TEXT),
+        "started_at": TEXT,
+        "finished_at": Maybe(TEXT),
+        "duration_s": Maybe(NUMBER),
+        "resumed": ListOf(TEXT),
+        "load": Obj({"shape": TEXT}),
+        "plan": _plan(_BARE_LOAD),
+        "prices": Obj({}),
+        "spec": SPEC,
+        "perfbench_version": TEXT,
+        "packages": MapOf(TEXT),
+        "host": Obj({}),
+        "headline": Maybe(
+            Obj({}, {n: Maybe(NUMBER) for n in ("tasks", "ok", "p50", "p95", "throughput")})
+        ),
+        "error": TEXT,
+        "stopped_by": TEXT,
+        "invocation": Obj({}),  # how runs were started before specs were recorded
+    },
+)
+
+# --- summary.json ------------------------------------------------------------------------
+
+_DISTRIBUTION = Maybe(
+    Obj(
+        {key: NUMBER for key in ("n", "min", "max", "mean", "p50", "p95", "p99")},
+        {"p90": NUMBER, "p99_9": NUMBER, "stddev": Maybe(NUMBER), "method": TEXT},
+    )
+)
+_METRICS = Obj(
+    {"tasks": INT, "ok": INT},
+    {
+        **{s: INT for s in ("error", "timeout", "rate_limited", "cancelled", "dropped")},
+        **{d: _DISTRIBUTION for d in ("latency", "latency_all", "ttft", "latency_intended")},
+        **{d: _DISTRIBUTION for d in ("schedule_lag", "wait", "read_delay")},
+        "failures": MapOf(Obj({"count": INT}, {"example": TEXT})),
+        "models_served": MapOf(INT),
+    },
+)
+_SCOPES = {scope: MapOf(_METRICS) for scope in ("cases", "languages", "tags")}
+_SPREAD = MapOf(Obj({"median": NUMBER, "min": NUMBER, "max": NUMBER}, {"n": INT}))
+SUMMARY = Obj(
+    {
+        "runs": ListOf(Obj({"run": INT, "window": NUMBER, "overall": _METRICS}, _SCOPES)),
+        "across_runs": Obj(
+            {"overall": _SPREAD, "cases": MapOf(_SPREAD), "languages": MapOf(_SPREAD)},
+            {"runs": INT, "tags": MapOf(_SPREAD)},
+        ),
+        "pooled": Obj({"overall": _METRICS, **_SCOPES}, {"window": Maybe(NUMBER)}),
+    },
+    {
+        "schema": INT,
+        "warmup_tasks": INT,
+        "histograms": MapOf(HISTOGRAM),
+        "client": Obj({}, {"headroom": Maybe(Obj({}))}),
+        "adaptive": Obj({"history": ListOf(JSON)}),
+    },
+)
+
+# --- sweep-plan.json ---------------------------------------------------------------------
+
+_SWEEP = Obj(
+    {
+        "base": _PLAN,
+        "levels": ListOf(POSITIVE),
+        "rates": BOOL,
+        "max_level": POSITIVE,
+        "rule": Obj({k: NUMBER for k in ("error_budget", "p95_factor", "min_gain")}, closed=True),
+        "bisect_steps": PASSES,
+        "slo": Maybe(
+            Leaf(
+                "a [metric, seconds] pair",
+                lambda v: (
+                    isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _number(v[1])
+                ),
+            )
+        ),
+    },
+    {"workers": PASSES},
+)
+SWEEP_PLAN = Obj(
+    {
+        "status": TEXT,
+        "cases": ListOf(TEXT),
+        # A target string beside ``options`` in sweeps started before specs were recorded.
+        "target": AnyOf((_TARGET, TEXT)),
+        "plan": _SWEEP,
+    },
+    {"suite_digest": TEXT, "label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT)},
+)
+
+# --- samples.jsonl: derived from the dataclasses ------------------------------------------
+
+
+def _of_hint(hint: Any) -> Shape:
+    """The shape of a dataclass field's JSON value, from its type annotation."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return Maybe(_of_hint(rest[0]))
+    if origin is Literal:
+        return one_of(*args)
+    if origin is list:
+        return ListOf(STEP if args[0] is Step else _of_hint(args[0]))
+    return {float: PARSED_NUMBER, int: INT, str: TEXT, bool: BOOL}[hint]
+
+
+def _of_dataclass(cls: type, derived: Mapping[str, Shape]) -> Obj:
+    """Fields without a default are required; the JSON's derived keys may be present."""
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    required = {f.name: _of_hint(hints[f.name]) for f in fields if _no_default(f)}
+    optional = {f.name: _of_hint(hints[f.name]) for f in fields if not _no_default(f)}
+    # Closed: ``from_json`` passes every key to the dataclass, which refuses unknown ones.
+    return Obj(required, {**optional, **derived}, closed=True)
+
+
+def _no_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+STEP = _of_dataclass(Step, {})
+SAMPLE = _of_dataclass(
+    Sample, {"latency": Maybe(PARSED_NUMBER), "latency_intended": Maybe(PARSED_NUMBER)}
+)
