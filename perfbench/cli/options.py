@@ -62,6 +62,9 @@ TARGET = (
           help="An extra request header, 'Name: value' (repeatable), for model and http+agent "
           "targets; ${VARIABLE} in a value is read from the environment, and a credential "
           "(Authorization, x-api-key…) must come that way, so it stays out of argv and the run."),
+    _flag("preflight", True, bool, "--preflight/--no-preflight", panel=_T,
+          help="Connect to an HTTP target before the first task, and stop at once (exit 3) "
+          "when it cannot be reached."),
     _flag("check_tokens", False, bool, panel=_T,
           help="Also count output tokens offline when the API reports usage, to show the "
           "discrepancy (costs client CPU per call)."),

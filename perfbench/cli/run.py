@@ -25,6 +25,8 @@ from perfbench.stats.advice import client_bound
 from perfbench.stats.knee import Level, StopRule
 from perfbench.stats.thresholds import parse_slo
 
+MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
+
 
 @app.command()
 @shared(TARGET, PASSES, OUTPUT)
@@ -103,6 +105,16 @@ def run(
             "such figures."
         ),
     ] = False,
+    max_error_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Exit 8 when more than this share of the measured tasks failed (errors, "
+            "timeouts, 429s after retries): a run of failures is not a measurement. 1 turns "
+            "the check off.",
+        ),
+    ] = MAX_ERROR_RATE,
     *,
     flags: Flags,
 ) -> None:
@@ -127,7 +139,7 @@ def run(
     except BaseException:
         watch.failed()
         raise
-    code = _exit_code(result, strict)
+    code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     _report(result, code, err if flags["as_json"] else out)
     if code:
@@ -151,9 +163,11 @@ def _stopped(by: str | None) -> ExitCode:
     return ExitCode.TERMINATED if by == "SIGTERM" else ExitCode.INTERRUPTED
 
 
-def _exit_code(result: RunResult, strict: bool) -> ExitCode:
+def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCode:
     if result.interrupted:
         return _stopped(result.meta.get("stopped_by"))
+    if error_rate(result) > max_error_rate:
+        return ExitCode.ERRORS
     if strict and client_bound(result.summary):
         return ExitCode.CLIENT_BOUND
     return ExitCode.OK
@@ -162,6 +176,12 @@ def _exit_code(result: RunResult, strict: bool) -> ExitCode:
 def _report(result: RunResult, code: ExitCode, console: Console) -> None:
     print_result(result.summary, result.meta, console)
     console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+    if code == ExitCode.ERRORS:
+        console.print(
+            f"[red]error:[/] {error_rate(result):.0%} of the measured tasks failed (more than "
+            "--max-error-rate allows); the failures above say why. Exit 8",
+            highlight=False,
+        )
     if code == ExitCode.CLIENT_BOUND:
         console.print(
             "[red]--strict:[/] the client may have set the pace (warnings above); exit 7",
@@ -369,3 +389,10 @@ def _slo(text: str) -> tuple[str, float]:
         return parse_slo(text)
     except GateError as exc:  # a mistyped flag: a usage error (exit 2), said before any run
         raise typer.BadParameter(str(exc)) from None
+
+
+def error_rate(result: RunResult) -> float:
+    """The share of the measured tasks that failed (0 when none ran)."""
+    overall = result.summary.get("pooled", {}).get("overall", {})
+    rate = overall.get("error_rate")
+    return float(rate) if isinstance(rate, int | float) else 0.0

@@ -150,6 +150,8 @@ class Session:
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
+                if self.spec.target.preflight:  # a target that is down fails the run now
+                    await self.target.preflight()
                 self.pricer.prepare(self.price_ref)  # before the first task, not in it
                 outcome = await self.engine.run()
             status = "interrupted" if outcome.interrupted else "completed"
@@ -238,6 +240,7 @@ class Session:
             raise StoreError(
                 f"{exc}. Nothing was measured yet: fix the cause, then {again}"
             ) from exc
+        store.Reserve(run_dir).make()
         self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
 
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
@@ -286,11 +289,18 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
     written. When the run is already ending on an error (``raising``; a full disk, most
     often), that error, with its resume hint, is the one to report: a meta.json that cannot
     be written stays ``running``, which readers call killed once this process is gone, and
-    --resume takes it up alike."""
+    --resume takes it up alike. The run's reserve (``store.Reserve``) is freed for meta.json
+    when the disk is full, so that seldom happens."""
+    reserve = store.Reserve(run_dir)
     with suppress(StoreError):
         store.write_json(run_dir / store.SUMMARY, summary)
     try:
-        store.write_json(run_dir / store.META, meta)
+        try:
+            store.write_json(run_dir / store.META, meta)
+        except StoreError:
+            if not reserve.free():  # the room kept back for this very write
+                raise
+            store.write_json(run_dir / store.META, meta)
     except StoreError as exc:
         if raising:
             return
@@ -298,6 +308,8 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
             f"{exc}. What was measured is kept in samples.jsonl: fix the cause, then "
             f"`perfbench run --resume {run_dir}`"
         ) from exc.__cause__
+    finally:
+        reserve.free()
 
 
 def _load(plan: Plan) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import httpx
 
 from perfbench.http.failures import CallFailed, reraise
+from perfbench.http.urls import reachable
 
 if TYPE_CHECKING:
     from perfbench.http.aiohttp_backend import AiohttpBackend
@@ -96,6 +97,17 @@ class HttpClient:
                 yield response
         except Exception as exc:
             reraise(exc, url)
+
+    async def preflight(self, url: str) -> None:
+        """Connect to ``url``'s host once (``urls.reachable``) when requests go out over real
+        sockets (aiohttp, on asyncio). Under trio or with a given transport they go through
+        httpx, whose transport may be a test's mock (respx): there is nothing to reach."""
+        from perfbench.http.aiohttp_backend import AiohttpBackend
+
+        if self._backend is None:
+            self._backend = self._build()
+        if isinstance(self._backend, AiohttpBackend):
+            await reachable(url)
 
     async def aclose(self) -> None:
         if self._backend is not None:

@@ -21,6 +21,7 @@ def public_url(url: str) -> str:
     return f"{parts.scheme}://{host}{parts.path}"
 
 
+PREFLIGHT_S = 10.0  # how long the pre-flight connection may take
 _CREDENTIAL_QUERY = re.compile(r"key|token|secret|password|sig|auth", re.IGNORECASE)
 MASKED = "***"
 
@@ -38,6 +39,28 @@ def recorded_url(url: str) -> str:
             [(k, MASKED if _CREDENTIAL_QUERY.search(k) else v) for k, v in pairs], safe="*"
         )
     return urlunsplit(parts._replace(netloc=host, query=query))
+
+
+async def reachable(url: str, timeout_s: float = PREFLIGHT_S) -> None:
+    """The pre-flight check of a run: a TCP connection to ``url``'s host and port, made and
+    closed before the first task (no request: nothing spent, nothing an agent acts on). A
+    target that is down fails the run at once (a TargetError saying what to check), not as a
+    run of failed tasks that exits 0."""
+    import anyio
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or ""
+    try:
+        with anyio.fail_after(timeout_s):
+            stream = await anyio.connect_tcp(host, port)
+    except (OSError, TimeoutError) as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise TargetError(
+            f"pre-flight: cannot connect to {public_url(url)} ({why} within {timeout_s:g} s). "
+            "Is the server up, and is the URL right? (--no-preflight skips this check)"
+        ) from exc
+    await stream.aclose()
 
 
 def checked_url(url: str, what: str) -> str:

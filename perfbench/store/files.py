@@ -25,6 +25,7 @@ from perfbench.store import checks
 META = "meta.json"
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
+RESERVE = ".reserve"  # room kept back for meta.json's last write (see ``Reserve``)
 PLAN_FILE = "sweep-plan.json"
 
 # What each document must look like, and how to repair one that does not.
@@ -42,6 +43,30 @@ _LINE_FIX = (
 )
 # mkstemp's temporary files (``.meta.json.k2j4_x9q``), which a kill can leave behind.
 _TEMP = re.compile(r"\.[\w.-]+\.jsonl?\.\w+")
+
+
+class Reserve:
+    """Disk space a run keeps back so that, on a disk that filled up during the run, meta.json
+    can still say how the run ended (``failed``, with the error) instead of staying
+    ``running``: a file of ``SIZE`` bytes made as the run starts, freed when meta.json's
+    last write finds no room, and removed when the run ends."""
+
+    SIZE = 256 * 2**10  # meta.json is a few KiB; its temp copy as much again
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / RESERVE
+
+    def make(self) -> None:
+        with contextlib.suppress(OSError):  # no room even now: the run fails soon anyway
+            self.path.write_bytes(b"\0" * self.SIZE)
+
+    def free(self) -> bool:
+        """Give the space back; whether there was any to give."""
+        try:
+            self.path.unlink()
+        except OSError:
+            return False
+        return True
 
 
 def write_json(path: Path, doc: Any) -> None:

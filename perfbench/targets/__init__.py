@@ -6,8 +6,9 @@ test come back as samples with a non-``ok`` status and an ``error_kind`` from
 Every target has the same lifecycle, with no-op defaults (as httpx's transports do): the
 session enters it (``async with``: a server to spawn, clients to open), calls ``prepare()``
 before the first task (clients made now are not paid for by a measured task), runs tasks, and
-leaves it (``aclose``). A test conformance suite checks every built-in target against it
-(``tests/conformance``).
+leaves it (``aclose``). Before the first task the session calls ``preflight()``: an HTTP target
+that cannot be reached fails the run then, clearly, rather than every task. A test conformance
+suite checks every built-in target against it (``tests/conformance``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ class Target:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    async def preflight(self) -> None:
+        """Check, before the first task, that the target can be reached at all; raise a
+        TargetError saying what to check when it cannot. In-process targets: nothing to do."""
 
     def prepare(self) -> None:
         """Make what the first task would otherwise make (HTTP clients), in the event loop."""

@@ -84,6 +84,9 @@ class ModelAgent(Target):
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    async def preflight(self) -> None:
+        await self._http.preflight(self.base_url)
+
     async def run(self, task: Task) -> Sample:
         case = task.case
         messages = self.api.opening(case)

@@ -87,6 +87,10 @@ class HttpAgent(Target):
         if self._http is not None:
             await self._http.aclose()
 
+    async def preflight(self) -> None:
+        if self._http is not None:  # a caller's own client may be mocked (respx): no socket
+            await self._http.preflight(self.url)
+
     async def run(self, task: Task) -> Sample:
         call = task.model_call("agent")
         envelope = task.steps[-1]

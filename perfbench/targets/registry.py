@@ -57,6 +57,9 @@ class TargetSpec:
     # Extra request headers, "Name: value"; ${VARIABLE} in a value is read from the environment
     # when the target is made, so a secret is never on the command line nor in the run.
     headers: tuple[str, ...] = ()
+    # Connect to an HTTP target before the first task (Target.preflight): one that is down
+    # fails the run at once, with what to check, instead of as a run of failed tasks.
+    preflight: bool = True
 
     def build(self, concurrency: int = 1, seed: int = 0, server_url: str | None = None) -> Target:
         """The target, with clients for ``concurrency`` tasks in flight (0: no limit).

@@ -316,6 +316,44 @@ def test_a_full_disk_reports_the_first_error_with_its_resume_hint_and_leaves_no_
     assert len(keys(run_dir)) == 4 * 2
 
 
+def test_a_disk_full_at_the_end_still_records_failed_from_the_runs_reserve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills up during the run: samples.jsonl's appends fail, and meta.json's last
+    write finds no room until the run's reserve (a file made as it started) is freed. meta.json
+    then says ``failed`` with the error, where it stayed ``running`` before."""
+    made, real_write = store.new_run_dir, store.write_json
+    writes: list[str] = []
+    seen = [False]
+
+    def new_run_dir(*args: Any) -> Path:
+        path = made(*args)
+        (path / store.SAMPLES).symlink_to("/dev/full")
+        return path
+
+    def write_json(path: Path, doc: Any) -> None:
+        # The disk is full from meta.json's first write on, unless a reserve made earlier
+        # has just been given back.
+        reserve = (path.parent / ".reserve").exists()
+        seen[0] = seen[0] or reserve
+        full = path.name == store.META and store.META in writes and (reserve or not seen[0])
+        writes.append(path.name)
+        if full:
+            raise StoreError(f"cannot write {path}: {os.strerror(errno.ENOSPC)}")
+        real_write(path, doc)
+
+    monkeypatch.setattr(store, "new_run_dir", new_run_dir)
+    monkeypatch.setattr(store, "write_json", write_json)
+    failed = invoke("run", CASE, "-t", "mock:zero", "--runs", "1", "--out", tmp_path, "-q")
+    monkeypatch.undo()
+    [run_dir] = tmp_path.iterdir()
+    assert failed.exit_code == 3, failed.output
+    assert "cannot append to" in failed.output and f"--resume {run_dir}" in failed.output
+    meta = store.read_json(run_dir / store.META)
+    assert meta["status"] == "failed" and "cannot append" in meta["error"]
+    assert not (run_dir / ".reserve").exists()  # given back when the run ended
+
+
 def test_a_failed_write_removes_its_temp_file_and_keeps_the_cause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,215 @@
+"""A/B measurement of two versions of the user's code, on one machine, interleaved.
+
+``perfbench ab`` (``cli/ab.py``) builds on this module: each side (baseline, candidate) is a
+git commit checked out in a worktree of its own (or the working tree as it is, ``.``), and each
+measured run is a ``perfbench run`` child process started in that side's tree, with the tree on
+the import path, so a ``python:module:function`` target imports that side's code and nothing
+else. Runs alternate between the sides (``schedule``), so a runner that slows down midway slows
+both; the suite is copied once from one side, so both run the same cases (the same digest, which
+``compare`` requires).
+
+The planning (schedule, command lines, environment) is pure; git and processes are at the
+edges (``repository``, ``checkouts``, ``run_once``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from perfbench.errors import PerfbenchError
+
+SideName = Literal["baseline", "candidate"]
+SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
+WORKING_TREE = "."  # the candidate as it is on disk, uncommitted changes included
+# Flags of `perfbench run` that `ab` sets itself: one measured pass per call, its own labels
+# and output folder, the copied suite. Given again after `--`, they would break the pooling.
+OWNED_FLAGS = ("--runs", "--label", "--out", "--resume", "--json")
+_GIT_TIMEOUT_S = 300  # a worktree of a large repository takes a while; a hung git must not
+
+
+class AbError(PerfbenchError):
+    """A/B setup failed: not a git repository, an unknown ref, a side's run failed."""
+
+
+@dataclass(frozen=True)
+class Repo:
+    """The git repository being measured, and where in it the command was started."""
+
+    root: Path  # the top of the working tree
+    prefix: str  # the starting folder, relative to root ("" at the top; "svc/agent/" below)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One version of the code: its ref, the commit it names, and the folder its runs start
+    in (the same folder of the repository as the command was started in)."""
+
+    name: SideName
+    ref: str
+    commit: str | None  # None: the working tree, as it is
+    workdir: Path
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One measured run in the schedule: which round, which side."""
+
+    round: int  # from 1
+    side: SideName
+
+
+def schedule(rounds: int) -> list[Slot]:
+    """Every round runs both sides once; the side that goes first alternates (A B, B A, A B…).
+    Plain A B A B puts the candidate later in every round, so a runner that slows down steadily
+    would count against it; swapping the order each round cancels that drift out."""
+    slots: list[Slot] = []
+    for n in range(1, rounds + 1):
+        order = SIDES if n % 2 else SIDES[::-1]
+        slots.extend(Slot(n, side) for side in order)
+    return slots
+
+
+def check_extra(extra: Sequence[str]) -> None:
+    """Refuse extra ``perfbench run`` arguments that would undo what ``ab`` arranges."""
+    if extra and not extra[0].startswith("-"):
+        raise AbError(
+            f"'{extra[0]}' is not a flag: give the suite with --cases, and only `perfbench run` "
+            "flags after --"
+        )
+    for arg in extra:
+        flag = arg.partition("=")[0]
+        if flag in OWNED_FLAGS:
+            raise AbError(f"{flag} is set by perfbench ab itself: leave it out after --")
+
+
+def run_command(cases: Sequence[Path], slot: Slot, out: Path, run_args: Sequence[str]) -> list[str]:
+    """The ``perfbench run`` child's command line for one slot: one measured pass, labelled
+    with its side, seeded by its round (both sides of a round draw the same simulated
+    values), into the shared output folder."""
+    return [
+        sys.executable, "-m", "perfbench", "run", *map(str, cases),
+        "--runs", "1", "--seed", str(slot.round), "--label", slot.side,
+        "--out", str(out), "-q", *run_args,
+    ]  # fmt: skip
+
+
+def side_env(side: Side, environ: Mapping[str, str], paths: Sequence[str]) -> dict[str, str]:
+    """The child's environment: the side's folder (and ``paths`` under it) first on the import
+    path, so its own modules are imported, never the other side's or an installed copy."""
+    first = [str(side.workdir / p) for p in paths]
+    rest = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**environ, "PYTHONPATH": os.pathsep.join([*first, *rest])}
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S
+        )
+    except FileNotFoundError:
+        raise AbError("git is not installed (or not on PATH): perfbench ab needs it") from None
+    except subprocess.TimeoutExpired:
+        raise AbError(f"git {' '.join(args)} took over {_GIT_TIMEOUT_S} s") from None
+
+
+def repository(cwd: Path) -> Repo:
+    """The repository around ``cwd``; an ``AbError`` that says what to do when there is none."""
+    found = _git(cwd, "rev-parse", "--show-toplevel", "--show-prefix")
+    if found.returncode != 0:
+        raise AbError(
+            f"{cwd} is not in a git repository: run perfbench ab inside the repository whose "
+            "code you measure (in CI, after actions/checkout)"
+        )
+    root, prefix = [*found.stdout.splitlines(), ""][:2]
+    return Repo(Path(root), prefix)
+
+
+def commit_of(repo: Repo, ref: str) -> str:
+    """The commit ``ref`` names, or an ``AbError`` that says how to make it known."""
+    found = _git(repo.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if found.returncode != 0 or not found.stdout.strip():
+        raise AbError(
+            f"no commit '{ref}' in {repo.root}: check the name, or fetch it (git fetch origin "
+            f"{ref}; in CI, actions/checkout with fetch-depth: 0 keeps the history)"
+        )
+    return found.stdout.strip()
+
+
+@contextmanager
+def checkouts(repo: Repo, refs: Mapping[SideName, str]) -> Iterator[dict[SideName, Side]]:
+    """Each side's tree: a detached worktree of its commit in a temporary folder (removed, and
+    unregistered from the repository, on the way out, whatever happened), or the working tree
+    for ``.``. Every ref is checked before any checkout starts."""
+    commits = {
+        name: None if ref == WORKING_TREE else commit_of(repo, ref) for name, ref in refs.items()
+    }
+    temp = Path(tempfile.mkdtemp(prefix="perfbench-ab-"))
+    made: list[Path] = []
+    try:
+        sides = {}
+        for name, commit in commits.items():
+            tree = repo.root if commit is None else _worktree(repo, commit, temp / name, made)
+            sides[name] = Side(name, refs[name], commit, tree / repo.prefix)
+        yield sides
+    finally:
+        for tree in made:
+            _git(repo.root, "worktree", "remove", "--force", str(tree))
+        shutil.rmtree(temp, ignore_errors=True)
+        _git(repo.root, "worktree", "prune")
+
+
+def _worktree(repo: Repo, commit: str, path: Path, made: list[Path]) -> Path:
+    done = _git(repo.root, "worktree", "add", "--detach", "--quiet", str(path), commit)
+    if done.returncode != 0:
+        raise AbError(f"git worktree add {commit[:12]} failed: {done.stderr.strip()}")
+    made.append(path)
+    return path
+
+
+def copy_suite(paths: Sequence[Path], side: Side, into: Path) -> list[Path]:
+    """The case files or folders, read from ``side`` (a relative path is under its folder),
+    copied once into ``into``: both sides then run the very same cases, even when the change
+    under test edits them. Each copy keeps its name, which names the suite."""
+    copies = []
+    for n, path in enumerate(paths):
+        source = path if path.is_absolute() else side.workdir / path
+        if not source.exists():
+            raise AbError(f"no cases at {source}: give the suite's path with --cases")
+        target = into / str(n) / source.name
+        target.parent.mkdir(parents=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy2(source, target)
+        copies.append(target)
+    return copies
+
+
+@dataclass(frozen=True)
+class Ran:
+    """How one child run ended: its exit code and the end of what it printed."""
+
+    code: int
+    tail: str
+
+
+def run_once(command: Sequence[str], side: Side, env: Mapping[str, str], timeout: float) -> Ran:
+    """One ``perfbench run`` child in the side's folder. Its tables are not shown (ten runs
+    of them would bury the verdict); its last lines are kept for an error message."""
+    try:
+        done = subprocess.run(
+            list(command), cwd=side.workdir, env=dict(env), capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return Ran(124, f"no result after {timeout:g} s (--run-timeout)")
+    lines = (done.stderr + done.stdout).strip().splitlines()
+    return Ran(done.returncode, "\n".join(lines[-8:]))

@@ -1,0 +1,320 @@
+"""``perfbench ab``: the user's own code at two commits, measured interleaved on this machine,
+then ``perfbench compare``'s verdict and exit code.
+
+The sides and their runs are ``perfbench.ab``'s; the verdict is ``compare`` itself, called with
+the two sides' run patterns, so its statistics, flags, config file, Markdown and exit codes are
+the same by construction. Its gate flags are read from ``compare``'s signature, not declared
+again: a flag added to ``compare`` is a flag of ``ab`` too."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import os
+import signal
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+
+from perfbench import ab as lib
+from perfbench import store
+from perfbench.cli import results
+from perfbench.cli.app import ExitCode, app
+from perfbench.cli.options import Flag, Flags, shared
+from perfbench.cli.output import err, errors, warning, write_text
+
+_GATE_PANEL = "Gate (as perfbench compare)"
+# compare's parameters that ab sets itself: the two sides, the run folder, the Markdown file
+# (--summary), and --force (both sides run one copied suite, so its digest always matches).
+_SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force"}
+# The exit codes of a child run that mean the same for ab: stopped, or --strict's client-bound.
+_PASSED_ON = {ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.CLIENT_BOUND}
+_MIN_ROUNDS = 4  # the exact rank test's smallest p with 3 runs a side is 1/20 = alpha
+# The command's own options, in two --help panels (the gate's are compare's own, above).
+_side_option = functools.partial(typer.Option, rich_help_panel="Sides")
+_run_option = functools.partial(typer.Option, rich_help_panel="Run (each side, as perfbench run)")
+
+
+def _in_panel(kind: Any, panel: str) -> Any:
+    """``Annotated[type, typer.Option]`` with the option shown under ``panel`` in --help."""
+    info = copy.copy(kind.__metadata__[0])  # compare's own option stays as it is
+    info.rich_help_panel = panel
+    return Annotated[kind.__origin__, info]
+
+
+def _gate_flags() -> tuple[Flag, ...]:
+    params = inspect.signature(results.compare_, eval_str=True).parameters.values()
+    return tuple(
+        Flag(p.name, _in_panel(p.annotation, _GATE_PANEL), p.default)
+        for p in params
+        if p.name not in _SET_BY_AB
+    )
+
+
+GATE = _gate_flags()
+
+
+@app.command("ab")
+@shared(GATE)
+def ab(
+    baseline: Annotated[
+        str,
+        _side_option(
+            "--baseline",
+            "-b",
+            show_default=False,
+            help="The commit to compare against: a sha, branch or tag (in a pull request, its "
+            "base: origin/main, or github.event.pull_request.base.sha).",
+        ),
+    ],
+    target: Annotated[
+        str,
+        _run_option(
+            "--target",
+            "-t",
+            show_default=False,
+            help="What to measure, run in each side's tree: python:module:function imports "
+            "that side's module (the tree is on PYTHONPATH); a mock profile path is read from "
+            "the side's tree too.",
+        ),
+    ],
+    candidate: Annotated[
+        str,
+        _side_option(
+            "--candidate",
+            help="The commit under test; '.' is the working tree as it is, uncommitted "
+            "changes included (HEAD is the last commit).",
+        ),
+    ] = lib.WORKING_TREE,
+    cases: Annotated[
+        list[Path] | None,
+        _run_option(
+            "--cases",
+            help="Case files or folders (repeatable; default: cases). A relative path is read "
+            "from the candidate, once, and both sides run that copy.",
+        ),
+    ] = None,
+    rounds: Annotated[
+        int,
+        _side_option(
+            min=2,
+            help="Rounds: each runs one measured pass per side, the side going first "
+            "alternating. They are compare's runs a side: under 4 no change can be "
+            "significant; the verdict says what the runs could detect.",
+        ),
+    ] = 5,
+    repeat: Annotated[int, _run_option(min=1, help="Executions of each case per pass.")] = 1,
+    warmup: Annotated[
+        int,
+        _run_option(min=0, help="Warmup passes before each measured one."),
+    ] = 1,
+    concurrency: Annotated[int, _run_option("--concurrency", "-c", min=1, help="In flight.")] = 1,
+    pythonpath: Annotated[
+        list[str] | None,
+        _run_option(
+            "--pythonpath",
+            help="Folder of each side's tree to put on PYTHONPATH (repeatable; default: the "
+            "folder ab was started in, e.g. add src for a src layout).",
+        ),
+    ] = None,
+    setup: Annotated[
+        str | None,
+        _side_option(
+            help="Shell command run in each side's tree before the first round (a build, "
+            "pip install -r requirements.txt); a failure stops ab with exit 3.",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        _side_option(
+            "--out",
+            help="New folder for both sides' runs (default: runs/ab-<UTC time>).",
+        ),
+    ] = None,
+    summary: Annotated[
+        Path | None,
+        _side_option(
+            help="Also write the Markdown verdict here. On GitHub it is appended to "
+            "$GITHUB_STEP_SUMMARY (the job's summary page) in any case.",
+        ),
+    ] = None,
+    run_timeout: Annotated[
+        float, _run_option(min=1, help="Seconds one side's run may take.")
+    ] = 3600,
+    extra: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[-- RUN_FLAGS...]",
+            show_default=False,
+            help="More perfbench run flags, after --, for both sides (--header, --retries, "
+            "--rate…).",
+        ),
+    ] = None,
+    *,
+    flags: Flags,
+) -> None:
+    """Measure your code at two commits on this machine, interleaved, and gate on the change.
+
+    Checks out --baseline (and --candidate, unless it is the working tree) into temporary git
+    worktrees, then runs [bold]perfbench run[/] alternately in each side's tree, --rounds
+    times, one measured pass per run: a runner that slows down midway slows both sides. Both
+    sides run the same copy of the candidate's suite. Then [bold]perfbench compare[/] pools
+    each side's runs and decides; the exit code is its verdict: 0 pass, 4 regression,
+    5 threshold breached, 6 inconclusive (with --strict), 3 perfbench error (a ref that does
+    not exist, not a git repository, a side's run that failed).
+
+    Example: [bold]perfbench ab --baseline origin/main -t python:agent:run --repeat 3 --
+    --retries 0[/]
+    """
+    started = time.monotonic()
+    if rounds < _MIN_ROUNDS:
+        warning(f"{rounds} rounds are too few for any change to be significant: a smoke test")
+    with errors(), _cleanup_on_sigterm():
+        lib.check_extra(extra or [])
+        run_args = [
+            "-t", target, "--repeat", str(repeat), "--warmup", str(warmup),
+            "-c", str(concurrency), *(extra or []),
+        ]  # fmt: skip
+        out = _new_folder(out_dir)
+        refs: dict[lib.SideName, str] = {"baseline": baseline, "candidate": candidate}
+        with lib.checkouts(lib.repository(Path.cwd()), refs) as sides:
+            suite = lib.copy_suite(cases or [Path("cases")], sides["candidate"], out / "suite")
+            _say_sides(sides, out)
+            env = {n: lib.side_env(s, os.environ, pythonpath or ["."]) for n, s in sides.items()}
+            if setup:
+                _set_up(sides, env, setup, run_timeout)
+            _measure(sides, env, suite, out, rounds, run_args, run_timeout)
+    err.print(f"Measured in {time.monotonic() - started:.0f} s; runs in [bold]{out}[/]")
+    _gate(sides, out, rounds, summary, flags)
+
+
+def _new_folder(given: Path | None) -> Path:
+    """The runs' folder, absolute (the runs start elsewhere) and new: compare pools every run
+    labelled baseline in it, so earlier ones must not be there."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = (given or Path("runs") / f"ab-{stamp}").absolute()
+    store.make_dir(folder)
+    return folder
+
+
+def _say_sides(sides: Mapping[lib.SideName, lib.Side], out: Path) -> None:
+    for side in sides.values():
+        commit = side.commit[:12] if side.commit else "working tree"
+        err.print(f"{side.name}: {side.ref} ({commit}) in {side.workdir}", highlight=False)
+    err.print(f"suite: copied from the candidate into {out / 'suite'}", highlight=False)
+
+
+def _set_up(
+    sides: Mapping[lib.SideName, lib.Side],
+    env: Mapping[lib.SideName, Mapping[str, str]],
+    command: str,
+    timeout: float,
+) -> None:
+    for name, side in sides.items():
+        ran = lib.run_once(["sh", "-c", command], side, env[name], timeout)
+        if ran.code != 0:
+            _show_tail(ran)
+            raise lib.AbError(f"--setup failed in the {name}'s tree (exit {ran.code})")
+
+
+def _measure(
+    sides: Mapping[lib.SideName, lib.Side],
+    env: Mapping[lib.SideName, Mapping[str, str]],
+    suite: list[Path],
+    out: Path,
+    rounds: int,
+    run_args: list[str],
+    timeout: float,
+) -> None:
+    """Every slot of the schedule, one child run each; the first failure ends ab."""
+    for slot in lib.schedule(rounds):
+        t0 = time.monotonic()
+        command = lib.run_command(suite, slot, out, run_args)
+        ran = lib.run_once(command, sides[slot.side], env[slot.side], timeout)
+        took = time.monotonic() - t0
+        err.print(f"round {slot.round}/{rounds} {slot.side:<9} {took:5.1f} s", highlight=False)
+        if ran.code != 0:
+            _show_tail(ran)
+            if ran.code in _PASSED_ON:
+                raise typer.Exit(ran.code)
+            raise lib.AbError(
+                f"the {slot.side}'s run of round {slot.round} failed (exit {ran.code}, its "
+                f"output above); try it alone: cd {sides[slot.side].workdir} && PYTHONPATH=. "
+                f"perfbench run "
+                f"{' '.join(map(str, suite))} {' '.join(run_args)}"
+            )
+
+
+def _show_tail(ran: lib.Ran) -> None:
+    for line in ran.tail.splitlines():
+        err.print(f"  │ {line}", highlight=False, markup=False)
+
+
+def _gate(
+    sides: Mapping[lib.SideName, lib.Side],
+    out: Path,
+    rounds: int,
+    summary: Path | None,
+    flags: Flags,
+) -> None:
+    """``compare``'s verdict over each side's pooled runs, with a line naming the commits
+    first in the Markdown; ends the command with compare's exit code."""
+    heading = _heading(sides, rounds)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    with errors():
+        if step_summary:  # compare appends its verdict there; the heading goes first
+            write_text(Path(step_summary), heading, append=True)
+    verdict_file = out / "verdict.md"
+    try:  # compare ends with typer.Exit(its verdict's code), which ends ab too
+        results.compare_(
+            baseline_ref="baseline*", candidate_ref="candidate*", root=out,
+            markdown_file=verdict_file, force=False, **flags,
+        )  # fmt: skip
+    finally:
+        _write_summaries(verdict_file, heading, summary, step_summary)
+
+
+def _heading(sides: Mapping[lib.SideName, lib.Side], rounds: int) -> str:
+    def name(side: lib.Side) -> str:
+        return f"`{side.ref}`" + (f" ({side.commit[:12]})" if side.commit else " (working tree)")
+
+    return (
+        f"**perfbench ab**: {name(sides['baseline'])} → {name(sides['candidate'])}, "
+        f"{rounds} interleaved rounds on one machine\n\n"
+    )
+
+
+def _write_summaries(
+    verdict_file: Path, heading: str, summary: Path | None, step_summary: str | None
+) -> None:
+    """The verdict with its heading in the run folder (for a PR comment) and at --summary."""
+    with errors():
+        text = heading + verdict_file.read_text(encoding="utf-8") if verdict_file.exists() else ""
+        if text:
+            write_text(verdict_file, text)
+        same = summary and step_summary and summary.absolute() == Path(step_summary).absolute()
+        if text and summary is not None and not same:
+            write_text(summary, text)
+
+
+@contextmanager
+def _cleanup_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a cancelled CI job) as an exception, so the worktrees are removed on the way
+    out: the command line's own handler exits at once, leaving them behind."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        err.print("perfbench: terminated")
+        raise typer.Exit(ExitCode.TERMINATED)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
