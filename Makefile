@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
 	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
 
-.PHONY: help install demo test lint typecheck unit bench timing clean
+.PHONY: help install demo example test lint typecheck unit bench timing clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -23,6 +23,45 @@ install: $(STAMP) ## create .venv and install perfbench with its dev tools
 
 demo: $(STAMP) ## run the example suite on the embedded mock agent (no API key)
 	$(VENV)/bin/perfbench run cases/ --runs 5
+
+# The example report: the demo suite on the in-process mock, v1 as it is and v2 on a profile
+# made from mocks/default.yaml with every latency ×1.3 (seed 0, 5 runs each: with 3 a side the
+# smallest p is 0.05, so no change could be significant). The runs' meta.json and gzipped
+# summary.json are kept in reports/example/inputs/ (a report never reads samples.jsonl; runs/ is
+# git-ignored), and the report is always rendered from those copies, as the test does: a change
+# of wording is `make example`, in seconds; FRESH=1 measures the two runs again (2 minutes).
+EXAMPLE := reports/example
+define SLOWER
+import yaml
+profile = yaml.safe_load(open("mocks/default.yaml", encoding="utf-8"))
+profile["name"] = "slower"
+profile["description"] = "mocks/default.yaml with every latency x1.3 (make example)"
+for key in ("ttft_ms", "itl_ms"):
+    profile[key]["lognormal"] = {k: round(v * 1.3, 3) for k, v in profile[key]["lognormal"].items()}
+profile["tool_latency_scale"] = round(profile["tool_latency_scale"] * 1.3, 3)
+print(yaml.safe_dump(profile, sort_keys=False, allow_unicode=True), end="")
+endef
+export SLOWER
+
+example: $(STAMP) ## re-render reports/example/ from its runs (FRESH=1: run them again first)
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	if [ -n "$(FRESH)" ] || [ ! -d $(EXAMPLE)/inputs ]; then \
+		rm -rf $(EXAMPLE) && mkdir -p $(EXAMPLE); \
+		$(PY) -c "$$SLOWER" > $(EXAMPLE)/slower.yaml; \
+		$(VENV)/bin/perfbench run cases/ --runs 5 -t mock --label v1 --out $$tmp/fresh -q > /dev/null; \
+		$(VENV)/bin/perfbench run cases/ --runs 5 -t mock:$(EXAMPLE)/slower.yaml --label v2 \
+			--out $$tmp/fresh -q > /dev/null; \
+		for run in $$tmp/fresh/*/; do \
+			kept=$(EXAMPLE)/inputs/$$(basename $$run); mkdir -p $$kept; \
+			cp $$run/meta.json $$kept/; gzip -9n < $$run/summary.json > $$kept/summary.json.gz; \
+		done; \
+	fi; \
+	find $(EXAMPLE) -maxdepth 1 -type f ! -name slower.yaml -delete; \
+	for kept in $(EXAMPLE)/inputs/*/; do \
+		run=$$tmp/runs/$$(basename $$kept); mkdir -p $$run; \
+		cp $$kept/meta.json $$run/; gunzip -c $$kept/summary.json.gz > $$run/summary.json; \
+	done; \
+	$(VENV)/bin/perfbench report v1 v2 --baseline v1 --root $$tmp/runs --out $(EXAMPLE)
 
 lint: $(STAMP) ## ruff and mypy --strict
 	$(VENV)/bin/ruff check perfbench tests

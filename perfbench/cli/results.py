@@ -22,7 +22,7 @@ from perfbench.report.format import seconds
 from perfbench.report.junit import junit
 from perfbench.stats.comparable import pair_notes, run_notes
 from perfbench.stats.compare import BY_NAME, Comparison, Rules, compare
-from perfbench.stats.gate import Outcome, build_rules, outcome
+from perfbench.stats.gate import Outcome, build_rules, fails, outcome
 from perfbench.stats.summary import Summary
 from perfbench.stats.thresholds import ThresholdResult, check_thresholds, parse_threshold
 from perfbench.store import sides, sweeps
@@ -130,11 +130,26 @@ def compare_(
     scope: Annotated[
         str | None,
         typer.Option(
-            help="Gated scopes: overall (default), cases, languages or all; more than overall "
-            "turns on the Benjamini-Hochberg correction."
+            help="Gated scopes: overall (default), cases, languages or all. Overall alone is "
+            "corrected with Holm (family-wise error rate); more scopes switch to "
+            "Benjamini-Hochberg (false discovery rate)."
         ),
     ] = None,
-    alpha: Annotated[float | None, typer.Option(help="Significance level (default 0.05).")] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            help="Significance level after the correction: the chance that a comparison of "
+            "the same code fails the gate. Default 0.05."
+        ),
+    ] = None,
+    noise_bar: Annotated[
+        float | None,
+        typer.Option(
+            "--noise-bar",
+            help="A change counts only beyond this many run-to-run CVs of the runs compared "
+            "(or its threshold, if larger). Default 2.5; 0: thresholds only.",
+        ),
+    ] = None,
     strict: Annotated[
         bool | None,
         typer.Option(
@@ -166,9 +181,16 @@ def compare_(
     """Compare a candidate run with a baseline; the exit code is the verdict.
 
     Each metric's run-level values are tested (one-sided exact Mann-Whitney); a metric regresses
-    when its median moved beyond its threshold and floor and p < alpha. Exit codes: 0 pass,
-    4 regression, 5 threshold breached, 6 inconclusive (with --strict: a change that needs more
-    runs, or a run that did not complete), 3 perfbench error.
+    when its median moved beyond its bar (its threshold, or 2.5 times the runs' run-to-run
+    CV when they are noisier: see --noise-bar) and its floor, and p < alpha after Holm's
+    correction over the gated metrics. The output says what the runs can detect; `perfbench
+    plan` says how many runs a smaller change needs.
+
+    Exit codes: 0 pass (also inconclusive without --strict), 4 regression, 5 threshold
+    breached, 6 inconclusive with --strict (a change that needs more runs, or a run that did
+    not complete), 3 perfbench error. --json prints the verdict itself as "outcome".
+
+    Example: perfbench compare v1.3.0 v1.4.0 --strict --junit gate.xml
     """
     with errors():
         settings = config.compare_settings(config_file or config.find(Path.cwd()))
@@ -182,6 +204,7 @@ def compare_(
             [gate_metrics] if gate_metrics else None,
             [scope] if scope else None,
             alpha,
+            noise_bar,
         )
         if candidate_ref is None and not thresholds:
             raise GateError("give a baseline and a candidate, or one run and --threshold")
@@ -190,11 +213,12 @@ def compare_(
             checked = check_thresholds(found.candidate_summary, thresholds)
     strict_on = strict if strict is not None else bool(settings.get("strict", False))
     complete = all(m.get("status") == "completed" for m in (found.baseline, found.candidate))
-    verdict = outcome(found.result, checked, strict_on, complete)
+    verdict = outcome(found.result, checked, complete)
+    code = OUTCOME_CODES[verdict] if fails(verdict, strict_on) else ExitCode.OK
     with errors(), store.reading(baseline_ref, candidate_ref):
-        text = _verdict_text(found, checked, verdict)
-    _verdict(found, checked, verdict, text, as_json, markdown_file, junit_file)
-    raise typer.Exit(OUTCOME_CODES[verdict])
+        text = _verdict_text(found, checked, verdict, strict_on)
+    _verdict(found, checked, verdict, code, text, as_json, markdown_file, junit_file)
+    raise typer.Exit(code)
 
 
 class _Found:
@@ -220,29 +244,32 @@ def _sides(baseline: str, candidate: str | None, rules: Rules, force: bool, root
     return found
 
 
-def _verdict_text(found: _Found, checked: list[ThresholdResult], verdict: Outcome) -> str:
+def _verdict_text(
+    found: _Found, checked: list[ThresholdResult], verdict: Outcome, strict: bool
+) -> str:
     """The verdict as Markdown (also what --markdown and the CI step summary get)."""
     if found.result is not None:
         return compare_md.comparison(
-            found.result, found.baseline, found.candidate, checked, verdict, found.notes
+            found.result, found.baseline, found.candidate, checked, verdict, found.notes, strict
         )
-    return compare_md.thresholds_only(found.candidate, checked, verdict, found.notes)
+    return compare_md.thresholds_only(found.candidate, checked, verdict, found.notes, strict)
 
 
 def _verdict(
     found: _Found,
     checked: list[ThresholdResult],
     verdict: Outcome,
+    code: ExitCode,
     text: str,
     as_json: bool,
     markdown_file: Path | None,
     junit_file: Path | None,
 ) -> None:
-    """Print the verdict (Markdown or JSON) and write the files it goes to."""
+    """Print the verdict (Markdown or JSON) and write the files it goes to. The JSON outcome
+    is the verdict, "inconclusive" included; its exit_code is what the command exits with."""
     if as_json:
-        code = int(OUTCOME_CODES[verdict])
         print_verdict_json(
-            found.result, found.baseline, found.candidate, checked, verdict, code, found.notes
+            found.result, found.baseline, found.candidate, checked, verdict, int(code), found.notes
         )
     else:
         sys.stdout.write(text)
@@ -271,12 +298,16 @@ def report(
     ] = None,
     root: RootOpt = Path("runs"),
 ) -> None:
-    """Write a Markdown report with charts (PNG and SVG) for one or more runs.
+    """Write report.md with charts (PNG and SVG), and report.html, for one or more runs.
 
-    Latency by percentile (all runs overlaid), P95 per case with run-to-run ranges, throughput
+    With --baseline it opens on the verdict of each run against it (what regressed, by how
+    much, p, and what the runs can detect; judged by the [compare] settings of perfbench.toml,
+    as `perfbench compare` judges), paste-ready for a PR comment or a CI job summary. Then
+    latency by percentile (all runs overlaid), P95 per case with run-to-run ranges, throughput
     and errors, tokens and cost per language, the adaptive limit over time and the sweep curve
-    when present; a table of numbers beside every chart, and with --baseline the comparison
-    of each run with it. Reads only meta.json and summary.json, so it is fast on large runs.
+    when present, each chart after the table of its numbers, and the full comparison.
+    report.html is the same report in one file, charts inside, that opens offline. Reads only
+    meta.json and summary.json, so it is fast on large runs.
     """
     from perfbench.report import release
 
@@ -290,8 +321,9 @@ def report(
         folder = out_dir or Path("reports") / name if runs else out_dir
         if folder is None:
             raise GateError("give at least one run besides --baseline")
-        path = release.build(runs, baseline, folder)
-    out.print(f"Report: [bold]{path}[/]", highlight=False)
+        rules = build_rules(config.compare_settings(config.find(Path.cwd())))
+        path = release.build(runs, baseline, folder, rules)
+    out.print(f"Report: [bold]{path}[/] and {path.with_suffix('.html').name}", highlight=False)
 
 
 @app.command("export")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfbench.report.format import TITLES, change, quantity, spread, table
-from perfbench.stats.compare import Comparison, Row
+from perfbench.report.format import TITLES, change, p_value, quantity, spread, table
+from perfbench.stats.compare import Comparison, Row, tested_count
 from perfbench.stats.gate import Outcome
 from perfbench.stats.thresholds import ThresholdResult
 
@@ -30,15 +30,6 @@ HEADLINES: dict[Outcome, str] = {
 }
 
 
-def _p(row: Row) -> str:
-    if row.exact:
-        return "exact"
-    if row.p is None:
-        return "–"
-    text = f"{row.p:.3f}"
-    return f"{text} (q {row.q:.3f})" if row.q is not None else text
-
-
 def _row_cells(row: Row, first: str) -> list[str]:
     note = " ¹" if row.outliers else ""
     return [
@@ -46,9 +37,21 @@ def _row_cells(row: Row, first: str) -> list[str]:
         spread(row.baseline, row.unit),
         spread(row.candidate, row.unit),
         change(row),
-        _p(row),
+        _bar(row),
+        p_value(row),
         MARKS[row.verdict] + note,
     ]
+
+
+def _bar(row: Row) -> str:
+    """The change that counts; marked ``noise`` when the runs' spread set it, not the
+    threshold (a bar set by noise says: these runs cannot see smaller changes)."""
+    if row.bar is None or row.unit == "rate":
+        return "–"
+    text = f"±{100 * row.bar:.1f}%" + (" noise" if row.by_noise else "")
+    if row.wide_bar is not None and row.wide_bar > row.bar and row.verdict != "regression":
+        text += f" (±{100 * row.wide_bar:.1f}% with ¹)"  # an outlier run widens the doubt
+    return text
 
 
 def _name(meta: Mapping[str, Any]) -> str:
@@ -63,11 +66,12 @@ def comparison(
     thresholds: Sequence[ThresholdResult],
     outcome: Outcome,
     notes: Sequence[str] = (),
+    strict: bool = False,
 ) -> str:
     """The compare verdict as Markdown: what CI prints and appends to the job summary."""
     suite = cand_meta.get("suite", {})
     parts = [
-        f"## perfbench compare: {_headline(outcome, result, (base_meta, cand_meta))}",
+        f"## perfbench compare: {_headline(outcome, result, (base_meta, cand_meta), strict)}",
         "",
         f"Baseline {_name(base_meta)}, {result.runs[0]} runs → candidate {_name(cand_meta)}, "
         f"{result.runs[1]} runs; suite `{suite.get('name', '?')}` "
@@ -76,15 +80,16 @@ def comparison(
         _gating(result),
         "",
         table(
-            ("Metric", "Baseline", "Candidate", "Change", "p", "Verdict"),
+            ("Metric", "Baseline", "Candidate", "Change", "Counts beyond", "p", "Verdict"),
             (
                 _row_cells(r, TITLES.get(r.metric, r.metric))
                 for r in result.rows
                 if r.scope == "overall" and r.verdict != "n/a"
             ),
-            right=(1, 2, 3, 4),
+            right=(1, 2, 3, 4, 5),
         ),
     ]
+    parts += _detectable(result)
     parts += _threshold_section(thresholds)
     parts += _scoped_section(result, "case", "Per case")
     parts += _scoped_section(result, "language", "Per language")
@@ -95,25 +100,32 @@ def comparison(
         parts += ["", "### Warnings", "", *(f"- {w}" for w in warnings)]
     parts += [
         "",
-        "Medians across runs, with the run-to-run range in brackets. p: one-sided exact "
-        "Mann-Whitney test on the run-level values.",
+        "Medians across runs, with the run-to-run range in brackets. Counts beyond: the "
+        "change a metric must exceed, its threshold or (noise) the runs' run-to-run CV times "
+        "the noise bar (--noise-bar); with an outlier run, a change must also clear its "
+        "spread to be inconclusive. p: one-sided exact Mann-Whitney test on the run-level "
+        "values.",
     ]
     return "\n".join(parts) + "\n"
 
 
 def _headline(
-    outcome: Outcome, result: Comparison | None, metas: Sequence[Mapping[str, Any]]
+    outcome: Outcome,
+    result: Comparison | None,
+    metas: Sequence[Mapping[str, Any]],
+    strict: bool = False,
 ) -> str:
-    """The outcome; a pass that rests on too few runs or on a run that did not complete says
-    so (it exits 0 unless --strict, but a green tick would hide it)."""
+    """The outcome, and for an inconclusive one why and what it exits with (0 unless
+    --strict: a green tick would hide it, a red cross would overstate it)."""
     doubts = []
     if result is not None and result.inconclusive:
         doubts.append("a change needs more runs to tell")
     if any(m.get("status") != "completed" for m in metas):
         doubts.append("a run did not complete")
-    if outcome != "pass" or not doubts:
+    if outcome not in ("pass", "inconclusive") or not doubts:
         return HEADLINES[outcome]
-    return f"⚠️ inconclusive ({'; '.join(doubts)}); exit 0 without --strict"
+    code = "exit 6 (--strict)" if strict else "exit 0 without --strict"
+    return f"⚠️ inconclusive ({'; '.join(doubts)}); {code}"
 
 
 def _gating(result: Comparison) -> str:
@@ -121,9 +133,37 @@ def _gating(result: Comparison) -> str:
         {"case": "per case", "language": "per language"}.get(s, s) for s in result.scopes
     )
     text = f"Gated: {', '.join(result.gated)} ({scopes}); p < {result.alpha:g}"
-    if result.correction == "none":
-        return text + "; no multiple-test correction: the gated metrics are a declared set."
-    return text + "; Benjamini-Hochberg correction over the gated rows (q values)."
+    tested = tested_count(result)
+    if result.correction == "holm":
+        return text + (
+            f" after Holm's correction over the {tested} tested metrics (q values): the chance "
+            f"that the same code is flagged on any of them stays at {result.alpha:g}."
+        )
+    if result.correction == "benjamini-hochberg":
+        return text + (
+            f" after Benjamini-Hochberg's correction over the {tested} tested rows (q values): "
+            f"the false discovery rate, which for the same code on both sides is the chance "
+            f"that any row is flagged, stays at {result.alpha:g}."
+        )
+    return text + '; no multiple-test correction (--config correction = "none").'
+
+
+def _detectable(result: Comparison) -> list[str]:
+    """What these runs can see: below these changes a regression passes as noise."""
+    rows = [r for r in result.rows if r.scope == "overall" and r.detectable is not None]
+    if not rows:
+        return []
+    listed = ", ".join(
+        f"{TITLES.get(r.metric, r.metric)} ±{100 * (r.detectable or 0):.0f}%" for r in rows
+    )
+    n, m = result.runs
+    sides = f"{n} runs a side" if n == m else f"{n} and {m} runs"
+    return [
+        "",
+        f"With {sides} at this noise, the smallest changes this comparison detects (4 times "
+        f"in 5) are: {listed}. `perfbench plan RUN --detect 10%` says how many runs and "
+        "repeats a smaller one needs.",
+    ]
 
 
 def _threshold_section(thresholds: Sequence[ThresholdResult]) -> list[str]:
@@ -157,11 +197,12 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
         and (r.gated or r.metric in INFO_METRICS)
     ]
     heading = f"### {title}" + ("" if gated else " (informational, not gated)")
-    header = (scope.capitalize(), "Metric", "Baseline", "Candidate", "Change", "p", "Verdict")
+    header = (scope.capitalize(), "Metric", "Baseline", "Candidate", "Change", "Counts beyond",
+              "p", "Verdict")  # fmt: skip
     body = [[f"`{r.key}`", *_row_cells(r, TITLES.get(r.metric, r.metric))] for r in flagged]
     out = ["", heading, ""]
     if body:
-        out.append(table(header, body, right=(2, 3, 4, 5)))
+        out.append(table(header, body, right=(2, 3, 4, 5, 6)))
     else:
         out.append("No metric moved beyond its threshold.")
     latency = [r for r in rows if r.metric == "p95"]
@@ -191,10 +232,11 @@ def thresholds_only(
     thresholds: Sequence[ThresholdResult],
     outcome: Outcome,
     notes: Sequence[str] = (),
+    strict: bool = False,
 ) -> str:
     """The verdict of ``perfbench compare RUN --threshold …`` (no baseline)."""
     parts = [
-        f"## perfbench thresholds: {_headline(outcome, None, (meta,))}",
+        f"## perfbench thresholds: {_headline(outcome, None, (meta,), strict)}",
         "",
         f"Run {_name(meta)}.",
     ]

@@ -87,6 +87,17 @@ def change(row: Row) -> str:
     return f"{100 * row.change:+.1f}%"
 
 
+def p_value(row: Row) -> str:
+    """A row's p as the comparison tables print it: ``exact`` for a deterministic figure
+    compared without a test, the Benjamini-Hochberg q beside p when rows were corrected."""
+    if row.exact:
+        return "exact"
+    if row.p is None:
+        return "–"
+    text = f"{row.p:.3f}"
+    return f"{text} (q {row.q:.3f})" if row.q is not None else text
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[int] = ()) -> str:
     """A GitHub table; ``right`` lists the columns to right-align. Pipes in cells are escaped."""
     aligned = set(right)

@@ -1,13 +1,16 @@
-"""The release report: run directories in, ``report.md`` with its charts out.
+"""The release report: run directories in, ``report.md`` with its charts and ``report.html``
+out.
 
 The I/O edge of reporting: it reads ``meta.json`` and ``summary.json`` (never samples.jsonl:
 the encoded HDR histograms in the summary carry every distribution, so a report over a million
 samples reads kilobytes), draws the charts and writes the Markdown that
-:mod:`perfbench.report.release_md` renders.
+:mod:`perfbench.report.release_md` renders, and the page :mod:`perfbench.report.html` makes of
+it with the charts read back as data URIs.
 """
 
 from __future__ import annotations
 
+import base64
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from hdrh.histogram import HdrHistogram
 
 from perfbench import store
 from perfbench.errors import StoreError
-from perfbench.report import charts, release_md
+from perfbench.report import charts, html, release_md
 from perfbench.stats.compare import Comparison, Rules, compare
 from perfbench.stats.histogram import US, decode, new_hdr
 from perfbench.stats.summary import Summary
@@ -77,7 +80,8 @@ def load(ref: str, root: Path) -> RunData:
 def build(
     runs: Sequence[RunData], baseline: RunData | None, out: Path, rules: Rules | None = None
 ) -> Path:
-    """Write ``out/report.md`` and its charts (``out/*.png``, ``out/*.svg``); return the path."""
+    """Write ``out/report.md``, its charts (``out/*.png``, ``out/*.svg``) and ``out/report.html``
+    (the same report with the charts inside); return the path of report.md."""
     if not runs:
         raise StoreError("a report needs at least one run")
     try:
@@ -90,23 +94,47 @@ def build(
         sweeps = _sweeps(ordered, out)
     except OSError as exc:  # a full disk, a folder made read-only
         raise StoreError(f"{out}: cannot write the report: {exc.strerror or exc}") from exc
-    comparisons: list[tuple[RunData, Comparison]] = []
-    if baseline is not None:
-        for run in ordered[1:]:
-            comparisons.append((run, compare(baseline.summary, run.summary, rules or Rules())))
     text = release_md.report(
         [_view(r) for r in ordered],
         baseline.name if baseline is not None else None,
         figures,
-        [(run.name, _view(run), c) for run, c in comparisons],
+        _comparisons(baseline, ordered[1:], rules or Rules()),
         sweeps,
     )
-    path = out / "report.md"
+    charts_used = [*figures.values(), *(chart for chart, _ in sweeps if chart)]
+    path = _write(out / "report.md", text)
+    _write(out / "report.html", html.page(text, _embedded(out, charts_used)))
+    return path
+
+
+def _comparisons(
+    baseline: RunData | None, others: Sequence[RunData], rules: Rules
+) -> list[tuple[str, release_md.RunView, Comparison]]:
+    """Each run against the baseline (none without one), by the rules `perfbench compare`
+    applies, so the report's verdict is the gate's."""
+    if baseline is None:
+        return []
+    return [(r.name, _view(r), compare(baseline.summary, r.summary, rules)) for r in others]
+
+
+def _write(path: Path, text: str) -> Path:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise StoreError(f"{path}: cannot write: {exc.strerror}") from None
     return path
+
+
+def _embedded(out: Path, charts_used: Sequence[str]) -> dict[str, str]:
+    """Each chart the Markdown links (``x.png``) as the data URI report.html shows instead: its
+    SVG, which stays sharp when zoomed and keeps its text as text."""
+    images = {}
+    for name in charts_used:
+        svg = (out / name).with_suffix(".svg")
+        chart, kind = (svg, "svg+xml") if svg.is_file() else (out / name, "png")
+        data = base64.b64encode(chart.read_bytes()).decode("ascii")
+        images[name] = f"data:image/{kind};base64,{data}"
+    return images
 
 
 def _sweeps(runs: Sequence[RunData], out: Path) -> list[tuple[str, str]]:

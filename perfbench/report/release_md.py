@@ -1,5 +1,7 @@
-"""The release report in Markdown: every chart with the table of its numbers beside it (pure).
-Chart links are relative, so a report folder can be moved or committed as it is."""
+"""The release report in Markdown (pure): the verdict first, then every chart with the table of
+its numbers beside it. The tables come before their charts, and the verdict block has no image,
+so the page reads where images do not load (a PR comment, a CI job summary). Chart links are
+relative, so a report folder can be moved or committed as it is."""
 
 from __future__ import annotations
 
@@ -7,11 +9,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfbench.report.compare_md import comparison
-from perfbench.report.format import quantity, spread, table
+from perfbench.report.compare_md import HEADLINES, MARKS, comparison
+from perfbench.report.format import TITLES, change, p_value, quantity, spread, table
 from perfbench.stats.advice import advise
-from perfbench.stats.compare import Comparison, Spread
+from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
+
+# The overall rows the verdict always shows, moved or not, so a pass shows its evidence.
+HEADLINE_METRICS = ("p50", "p95", "throughput")
+MOVED = ("regression", "inconclusive", "improvement")
 
 
 @dataclass(frozen=True)
@@ -30,45 +36,157 @@ def report(
     comparisons: Sequence[tuple[str, RunView, Comparison]],
     sweeps: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The release report: every chart with the table of its numbers beside it."""
-    parts = ["# perfbench report", "", _runs_table(runs, baseline)]
+    """The release report: the verdict, then every chart with the table of its numbers."""
+    parts = ["# perfbench report", ""]
+    parts += verdict(baseline, comparisons, runs)
+    parts += ["", "## Runs", "", _runs_table(runs, baseline)]
     parts += _relative(runs, baseline)
-    parts += _figure(figures, "latency", "Latency distribution (tasks, all runs pooled)")
-    parts += [_percentile_table(runs)]
-    parts += _figure(figures, "cases", "P95 latency per case (median across runs, min–max)")
-    parts += [_case_table(runs)]
-    parts += _figure(figures, "throughput", "Throughput and errors")
-    parts += [_throughput_table(runs)]
-    parts += _figure(figures, "cost", "Tokens and cost per language")
+    parts += _section("Latency distribution (tasks, all runs pooled)", _percentile_table(runs))
+    parts += _chart(figures, "latency", "task latency by percentile, per run")
+    parts += _section("P95 latency per case (median across runs, min–max)", _case_table(runs))
+    parts += _chart(figures, "cases", "P95 latency per case, per run")
+    parts += _section("Throughput and errors", _throughput_table(runs))
+    parts += _chart(figures, "throughput", "throughput, error and 429 rates, per run")
+    parts += _section("Tokens and cost per language", _language_table(runs))
+    parts += _chart(figures, "cost", "cost per task by language, per run")
     if "cost" not in figures:
         parts += ["No chart: no run has prices for its model (see `--prices`).", ""]
-    parts += [_language_table(runs)]
     if "adaptive" in figures:
-        parts += _figure(figures, "adaptive", "Adaptive concurrency limit over time")
-        parts += [_adaptive_table(runs)]
+        parts += _section("Adaptive concurrency limit over time", _adaptive_table(runs))
+        parts += _chart(figures, "adaptive", "the adaptive concurrency limit over time")
     for chart, text in sweeps:
         body = text.replace("\n# ", "\n### ").removeprefix("# ")
-        parts += ["", "## Sweep", ""]
-        parts += [f"![sweep]({chart})", ""] if chart else []
-        parts += ["### " + body.replace("\n## ", "\n#### ")]
+        parts += ["", "## Sweep", "", "### " + body.replace("\n## ", "\n#### ")]
+        parts += ["", f"![Chart: the sweep curve of the table above]({chart})", ""] if chart else []
     for name, view, result in comparisons:
         base_view = next(r for r in runs if r.name == baseline)
         text = comparison(result, base_view.meta, view.meta, [], _outcome_of(result))
-        parts += ["", text.replace("## perfbench compare:", f"## {name} vs {baseline}:", 1)]
+        parts += [
+            "",
+            text.rstrip().replace("## perfbench compare:", f"## {name} vs {baseline}:", 1),
+        ]
     parts += _report_warnings(runs)
     return "\n".join(parts).rstrip() + "\n"
+
+
+def verdict(
+    baseline: str | None,
+    comparisons: Sequence[tuple[str, RunView, Comparison]],
+    runs: Sequence[RunView] = (),
+) -> list[str]:
+    """The block a reader needs first, paste-ready (no image, no relative link): per candidate,
+    what regressed, by how much and at what p, and what the comparison can detect."""
+    if baseline is None:
+        return ["No baseline (`--baseline RUN`): the runs are shown side by side, not judged."]
+    parts: list[str] = []
+    for name, _, result in comparisons:
+        parts += _verdict_of(name, baseline, result)
+    incomplete = [v.name for v in runs if v.meta.get("status", "completed") != "completed"]
+    if incomplete:
+        parts += ["", f"⚠️ Did not complete: {', '.join(incomplete)} (see Runs)."]
+    return parts
+
+
+def _verdict_of(name: str, baseline: str, result: Comparison) -> list[str]:
+    overall = [r for r in result.rows if r.scope == "overall" and r.verdict != "n/a"]
+    shown = [r for r in overall if (r.gated and r.verdict in MOVED) or r.metric in HEADLINE_METRICS]
+    header = ("Metric", baseline, name, "Change", "Counts beyond", "Detects", "p", "Verdict")
+    parts = [
+        f"## Verdict: {_mark(result)} — {name} against {baseline}",
+        "",
+        _moved_sentence(result),
+        "",
+        table(header, [_verdict_cells(r) for r in shown], right=(1, 2, 3, 4, 5, 6)),
+        "",
+        _detects(result),
+    ]
+    parts += _cases_sentence(result)
+    if result.warnings:
+        parts += ["", *(f"- ⚠️ {w}" for w in result.warnings)]
+    return parts
+
+
+def _mark(result: Comparison) -> str:
+    return HEADLINES["pass"] if result.verdict == "pass" else MARKS[result.verdict]
+
+
+def _verdict_cells(row: Row) -> list[str]:
+    return [
+        TITLES.get(row.metric, row.metric),
+        spread(row.baseline, row.unit),
+        spread(row.candidate, row.unit),
+        change(row),
+        _share(row.bar) + (" (noise)" if row.by_noise else ""),
+        _share(row.detectable),
+        p_value(row),
+        MARKS[row.verdict] if row.gated else f"{MARKS[row.verdict]} (not gated)",
+    ]
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _moved_sentence(result: Comparison) -> str:
+    groups = (
+        ("Regressed", result.regressions),
+        ("Needs more runs to tell", result.inconclusive),
+        ("Improved", result.improvements),
+    )
+    said = []
+    for title, rows in groups:
+        overall = [r for r in rows if r.scope == "overall"]  # cases have a sentence of their own
+        if overall:
+            said.append(f"**{title}:** " + ", ".join(_moved(r) for r in overall) + ".")
+    return " ".join(said) or "No gated metric moved beyond what counts (its threshold or noise)."
+
+
+def _moved(row: Row) -> str:
+    p = "exact" if row.exact else f"p {row.p:.3f}" if row.p is not None else "no test"
+    q = f", q {row.q:.3f}" if row.q is not None else ""
+    return f"{TITLES.get(row.metric, row.metric)} {change(row)} ({p}{q})"
+
+
+def _detects(result: Comparison) -> str:
+    """What the comparison can tell, in its own figures (the statistics stay in stats)."""
+    base, cand = result.runs
+    corrected = result.correction != "none"
+    q = f", q: p corrected over the gated rows ({result.correction})" if corrected else ""
+    return (
+        f"{base} baseline and {cand} candidate runs. p: one-sided exact Mann-Whitney on the "
+        f"run-level values{q}; significant below {result.alpha:g}. Counts beyond: the change a "
+        "metric must exceed (its threshold, or the runs' own noise). Detects: the smallest "
+        "change these runs catch 4 times in 5; a smaller regression passes unseen."
+    )
+
+
+def _cases_sentence(result: Comparison) -> list[str]:
+    """Which cases moved most, so a regression points at where to look (informational unless
+    cases are gated)."""
+    cases = [r for r in result.rows if r.scope == "case" and r.metric == "p95" and r.p is not None]
+    worse = sorted((r for r in cases if r.verdict == "regression"), key=lambda r: -(r.change or 0))
+    if not worse:
+        return []
+    top = ", ".join(f"`{r.key}` {change(r)}" for r in worse[:3])
+    return ["", f"P95 regressed in {len(worse)} of {len(cases)} cases; most: {top}."]
 
 
 def _outcome_of(result: Comparison) -> Outcome:
     return "regression" if result.regressions else "pass"
 
 
-def _figure(figures: Mapping[str, str], key: str, title: str) -> list[str]:
-    parts = ["", f"## {title}", ""]
-    if key in figures:
-        stem = figures[key].removesuffix(".png")
-        parts += [f"![{title}]({figures[key]})", "", f"[SVG]({stem}.svg)", ""]
-    return parts
+def _section(title: str, numbers: str) -> list[str]:
+    return ["", f"## {title}", "", numbers, ""]
+
+
+def _chart(figures: Mapping[str, str], key: str, what: str) -> list[str]:
+    """The chart after its table; the alt text says the table holds its numbers, which is what
+    a reader sees where the relative image does not load."""
+    if key not in figures:
+        return []
+    stem = figures[key].removesuffix(".png")
+    image = f"![Chart: {what} (numbers in the table above)]({figures[key]})"
+    return [image, "", f"[SVG]({stem}.svg)"]
 
 
 def _overall_median(view: RunView, path: str) -> Spread | None:

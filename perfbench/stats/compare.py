@@ -5,11 +5,25 @@ Pure: plain ``summary.json`` documents in, a :class:`Comparison` out (its ``asdi
 values are compared with a one-sided exact Mann-Whitney test, and a metric regresses only when
 all three hold:
 
-* the ratio of the medians across runs is beyond the metric's threshold (10% for P50, mean,
-  TTFT P50 and throughput, 15% for P95, 25% for P99; 0 for tokens, cost and rates),
-* the test gives p < alpha (0.05) that the candidate is worse,
+* the ratio of the medians across runs is beyond the metric's *bar*: its threshold (10% for
+  P50, mean, TTFT P50, throughput, tokens out and cost, 15% for P95, 25% for P99, 5% for
+  tokens in; 0 for rates) or, when the runs are noisier than that, ``NOISE_K`` times their
+  run-to-run coefficient of variation, whichever is larger,
+* the test gives p < alpha (0.05) that the candidate is worse, after Benjamini-Hochberg's
+  correction over the gated metrics. It controls the false discovery rate; in an A/A
+  comparison every metric's null is true, and then that rate is the chance of any false alarm
+  (the family-wise error rate), so the same code fails the gate at most 5% of the time however
+  many metrics are gated. Holm's correction (``correction = "holm"``) controls that chance
+  under any change too, but asks alpha / m of every first finding: with 5 runs a side and one
+  run left out as an outlier (4 vs 5: p ≥ 1/126), no change could pass alpha / 7. A real
+  slowdown moves several metrics at once, which BH rewards and Holm does not.
 * the difference of the medians is above the metric's absolute floor (5 ms for latencies,
   1 percentage point for error and 429 rates).
+
+The noise bar is what keeps A/A quiet: on the demo suite P50 and TTFT P95 vary 10–17% from run
+to run, as much as their thresholds. Simulated at that noise (tests/unit/test_gate_noise.py),
+fixed thresholds failed 31 of 100 comparisons of the same code under --strict (mostly
+"inconclusive"), the bar 3. A change inside the runs' own noise is not evidence.
 
 A change beyond threshold and floor that is not significant is *inconclusive* in the worse
 direction (say: more runs are needed) and *pass* in the better one. Pooling every task of every
@@ -17,22 +31,40 @@ run into one test would treat run-to-run noise as signal: simulated, it raised 4
 where the run-level test raised 4%.
 
 Tokens and cost of deterministic cases are the same in every run: when both sides show no
-spread at all, they are compared exactly (any difference beyond the tolerance counts, no test).
+spread at all, they are compared exactly (any difference beyond the tolerance, 0 unless
+``--max-regression`` sets one, counts; no test). Output that varies (any real model, the
+demo mock) is tested like a latency, against its threshold.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
+from perfbench.stats import power
+
 Better = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
 Scope = Literal["overall", "case", "language"]
+Correction = Literal["auto", "holm", "bh", "none"]
+Method = Literal["holm", "benjamini-hochberg", "none"]
+METHODS: dict[Correction, Method] = {
+    "auto": "benjamini-hochberg",  # see the module's docstring
+    "holm": "holm",
+    "bh": "benjamini-hochberg",
+    "none": "none",
+}
 EXACT_LIMIT = 40  # runs on both sides together; above it the normal approximation is used
+# A change must exceed this many run-to-run CVs to count. The difference of two medians of 5
+# runs has a spread of about 0.76 CV, so 2.5 CVs is ~3.3 of its standard errors: two sides of
+# the same code land that far apart in well under 1% of comparisons per metric, even with the
+# CV itself estimated from the runs (8 degrees of freedom).
+NOISE_K = 2.5
 
 
 @dataclass(frozen=True)
@@ -47,6 +79,18 @@ class Metric:
     floor: float  # absolute, in the metric's unit
     unit: Literal["s", "rate", "per task", "tasks/s", "tokens", "USD"]
     deterministic: bool = False  # equal in every run of a deterministic suite
+    tolerance: float = 0.0  # relative; for exact (no-spread) comparisons of deterministic runs
+
+    @property
+    def quantile(self) -> float | None:
+        """0.95 for a P95 and so on; None for a metric that is not a percentile."""
+        match = re.fullmatch(r"(?:latency|ttft)\.p(\d+)", self.path)
+        return int(match.group(1)) / 100 if match else None
+
+    @property
+    def count_path(self) -> str:
+        """Where a run's number of tasks behind this metric's distribution is."""
+        return self.path.rsplit(".", 1)[0] + ".n"
 
 
 MS5 = 0.005
@@ -61,9 +105,12 @@ METRICS: tuple[Metric, ...] = (
     # Rates sit near zero, where ratios explode: the floor (in points) does the work.
     Metric("error_rate", "error_rate", "lower", 0.0, 0.01, "rate"),
     Metric("rate_429", "throttle_rate", "lower", 0.0, 0.01, "per task"),  # 429 answers
-    Metric("tokens_in", "tokens_in", "lower", 0.0, 0.0, "tokens", deterministic=True),
-    Metric("tokens_out", "tokens_out", "lower", 0.0, 0.0, "tokens", deterministic=True),
-    Metric("cost", "cost_per_task", "lower", 0.0, 0.0, "USD", deterministic=True),
+    # Output length varies from run to run with any sampling model (5% CV on the demo mock):
+    # a 0% threshold made every such wobble "inconclusive". Runs of a deterministic suite that
+    # show no spread are still compared exactly, at ``tolerance``.
+    Metric("tokens_in", "tokens_in", "lower", 0.05, 0.0, "tokens", deterministic=True),
+    Metric("tokens_out", "tokens_out", "lower", 0.10, 0.0, "tokens", deterministic=True),
+    Metric("cost", "cost_per_task", "lower", 0.10, 0.0, "USD", deterministic=True),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
@@ -76,7 +123,8 @@ class Rules:
     alpha: float = 0.05
     gate: tuple[str, ...] = tuple(m.name for m in METRICS)  # the declared, gated metrics
     scopes: tuple[Scope, ...] = ("overall",)  # gated scopes; other rows are informational
-    correction: Literal["auto", "bh", "none"] = "auto"  # auto: BH when more than overall is gated
+    correction: Correction = "auto"  # METHODS
+    noise_k: float = NOISE_K  # 0 turns the noise bar off: fixed thresholds only
 
     def metric(self, name: str) -> Metric:
         return next(m for m in self.metrics if m.name == name)
@@ -87,6 +135,10 @@ class Rules:
     def with_floor(self, name: str, floor: float) -> Rules:
         return self._replace_metric(name, floor=floor)
 
+    def with_tolerance(self, name: str, threshold: float) -> Rules:
+        """A threshold set by the user is also the tolerance of exact comparisons."""
+        return self._replace_metric(name, threshold=threshold, tolerance=threshold)
+
     def _replace_metric(self, name: str, **changes: float) -> Rules:
         if name not in {m.name for m in self.metrics}:
             raise KeyError(name)
@@ -94,10 +146,8 @@ class Rules:
         return replace(self, metrics=metrics)
 
     @property
-    def corrected(self) -> bool:
-        if self.correction == "auto":
-            return self.scopes != ("overall",)
-        return self.correction == "bh"
+    def method(self) -> Method:
+        return METHODS[self.correction]
 
 
 @dataclass(frozen=True)
@@ -123,16 +173,27 @@ class Row:
     p: float | None  # one-sided p that the candidate moved the way it did
     verdict: Verdict
     gated: bool
-    q: float | None = None  # p adjusted (Benjamini-Hochberg) when rows are corrected
+    q: float | None = None  # p adjusted for the number of gated rows (Holm or BH)
     exact: bool = False  # compared exactly: both sides deterministic
     # Runs left out of the test as outliers (index into that side's runs), see _outlier.
     outliers: tuple[tuple[str, int], ...] = ()
+    noise: float | None = None  # pooled run-to-run coefficient of variation of the two sides
+    bar: float | None = None  # relative change that counts: max(threshold, noise_k × noise)
+    # The bar with the outlier runs' spread counted too: an "inconclusive" has no test behind
+    # it, so it must stand out from all the noise seen (one 16-task run whose P95 doubled is
+    # that metric's noise, not a reason to ask for more runs).
+    wide_bar: float | None = None
+    by_noise: bool = False  # the noise set the bar, not the threshold
+    tasks: int | None = None  # fewest tasks in any run behind this (percentile) metric
+    # Smallest relative change these runs catch 4 times in 5 at this noise (power.detectable
+    # at the first corrected level, alpha / m), its threshold included.
+    detectable: float | None = None
 
 
 @dataclass(frozen=True)
 class Comparison:
     rows: list[Row]
-    correction: str  # "none" or "benjamini-hochberg"
+    correction: str  # "holm", "benjamini-hochberg" or "none"
     gated: list[str]
     scopes: list[str]
     alpha: float
@@ -169,16 +230,23 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
         for metric in rules.metrics
     ]
     rows = [r for r in rows if r.baseline is not None or r.candidate is not None]
-    if rules.corrected:
-        rows = _benjamini_hochberg(rows, rules)
+    method = rules.method
+    if method != "none":
+        rows = _corrected(rows, rules, holm if method == "holm" else benjamini_hochberg)
+    runs = (len(base_runs), len(cand_runs))
+    tested = sum(_tested(r) for r in rows) if method != "none" else 1
+    # A change in one metric alone must reach the first (strictest) step, alpha / m, of
+    # Holm and BH alike: what the runs can detect is said for that case, the hardest.
+    level = rules.alpha / max(1, tested)
+    rows = [_with_detectable(r, rules, level) for r in rows]
     return Comparison(
         rows=rows,
-        correction="benjamini-hochberg" if rules.corrected else "none",
+        correction=method,
         gated=list(rules.gate),
         scopes=list(rules.scopes),
         alpha=rules.alpha,
-        runs=(len(base_runs), len(cand_runs)),
-        warnings=list(_warnings(len(base_runs), len(cand_runs), rules.alpha)),
+        runs=runs,
+        warnings=[*_warnings(*runs, rules.alpha), *_thin_percentiles(rows, rules)],
     )
 
 
@@ -255,16 +323,13 @@ def _row(
         return Row(scope, key, metric.name, metric.unit, metric.better, b, c, None, None, None,
                    "n/a", gated)  # fmt: skip
     exact = metric.deterministic and b.min == b.max and c.min == c.max
-    worse = _worse(metric, b.median, c.median)
     outliers = () if exact else _outliers(base_by_run, cand_by_run)
     base = [v for i, v in base_by_run.items() if ("baseline", i) not in outliers]
     cand = [v for i, v in cand_by_run.items() if ("candidate", i) not in outliers]
-    if exact:
-        p = 0.0 if not math.isclose(b.median, c.median, rel_tol=1e-9, abs_tol=1e-12) else 1.0
-    elif worse >= 0:
-        p = mann_whitney(cand, base) if metric.better == "lower" else mann_whitney(base, cand)
-    else:
-        p = mann_whitney(base, cand) if metric.better == "lower" else mann_whitney(cand, base)
+    noise = None if exact else power.pooled_cv(base, cand)
+    bar = metric.tolerance if exact else max(metric.threshold, rules.noise_k * (noise or 0.0))
+    every = power.pooled_cv(list(base_by_run.values()), list(cand_by_run.values()))
+    wide_bar = bar if exact or not outliers else max(bar, rules.noise_k * (every or 0.0))
     row = Row(
         scope,
         key,
@@ -275,13 +340,46 @@ def _row(
         c,
         c.median / b.median if b.median else None,
         (c.median - b.median) / abs(b.median) if b.median else None,
-        p,
+        _p(metric, b, c, base, cand, exact),
         "pass",
         gated,
         exact=exact,
         outliers=outliers,
+        noise=noise,
+        bar=bar,
+        wide_bar=wide_bar,
+        by_noise=not exact and bar > metric.threshold,
+        tasks=_fewest_tasks(metric, scope, key, base_runs, cand_runs),
     )
-    return replace(row, verdict=_verdict(metric, b.median, worse, p, rules.alpha))
+    p = row.p if row.p is not None else 1.0
+    return replace(row, verdict=_verdict(metric, row, p, rules.alpha))
+
+
+def _p(
+    metric: Metric, b: Spread, c: Spread, base: list[float], cand: list[float], exact: bool
+) -> float:
+    """One-sided p in the direction the median moved (exact rows: 0 if they differ, else 1)."""
+    if exact:
+        return 0.0 if not math.isclose(b.median, c.median, rel_tol=1e-9, abs_tol=1e-12) else 1.0
+    worse = _worse(metric, b.median, c.median)
+    cand_higher = (worse >= 0) == (metric.better == "lower")
+    return mann_whitney(cand, base) if cand_higher else mann_whitney(base, cand)
+
+
+def _fewest_tasks(
+    metric: Metric,
+    scope: Scope,
+    key: str,
+    base_runs: Sequence[Mapping[str, Any]],
+    cand_runs: Sequence[Mapping[str, Any]],
+) -> int | None:
+    if metric.quantile is None:
+        return None
+    counts = [
+        *_values(base_runs, scope, key, metric.count_path).values(),
+        *_values(cand_runs, scope, key, metric.count_path).values(),
+    ]
+    return int(min(counts)) if counts else None
 
 
 def _outliers(base: Mapping[int, float], cand: Mapping[int, float]) -> tuple[tuple[str, int], ...]:
@@ -294,16 +392,20 @@ def _worse(metric: Metric, base: float, cand: float) -> float:
     return cand - base if metric.better == "lower" else base - cand
 
 
-def _verdict(metric: Metric, base: float, worse: float, p: float, alpha: float) -> Verdict:
-    """``worse`` is the change of the median toward worse, in the metric's unit."""
+def _verdict(metric: Metric, row: Row, p: float, alpha: float) -> Verdict:
+    """Pass unless the median moved beyond the row's bar and the metric's floor; then the
+    (adjusted) p decides between a finding and "inconclusive" (worse) or pass (better)."""
+    assert row.baseline is not None and row.candidate is not None
+    base = row.baseline.median
+    worse = _worse(metric, base, row.candidate.median)
     if math.isclose(worse, 0.0, abs_tol=1e-12):
         return "pass"
     relative = abs(worse) / abs(base) if base else math.inf
-    if relative <= metric.threshold or abs(worse) <= metric.floor:
+    if relative <= (row.bar or 0.0) or abs(worse) <= metric.floor:
         return "pass"
     if p < alpha:
         return "regression" if worse > 0 else "improvement"
-    return "inconclusive" if worse > 0 else "pass"
+    return "inconclusive" if worse > 0 and relative > (row.wide_bar or 0.0) else "pass"
 
 
 def mann_whitney(high: Sequence[float], low: Sequence[float]) -> float:
@@ -364,31 +466,73 @@ def _normal_p(doubled: Sequence[int], n: int, observed: int) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def _benjamini_hochberg(rows: list[Row], rules: Rules) -> list[Row]:
-    """Adjust the gated rows' p-values for their number (false discovery rate) and re-judge."""
-    tested = sorted(
-        (i for i, r in enumerate(rows) if r.gated and r.p is not None and not r.exact),
-        key=lambda i: rows[i].p or 0.0,
-    )
-    m = len(tested)
-    adjusted: dict[int, float] = {}
-    running = 1.0
-    for rank in range(m, 0, -1):  # step-up: q_(k) = min over j ≥ k of p_(j)·m/j
-        i = tested[rank - 1]
-        running = min(running, (rows[i].p or 0.0) * m / rank)
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (in the input order): reject where below alpha,
+    and the chance of any false rejection among them stays at alpha."""
+    order = sorted(range(len(ps)), key=ps.__getitem__)
+    m = len(ps)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):  # q_(k) = max over j ≤ k of (m − j + 1)·p_(j)
+        running = max(running, min(1.0, (m - rank) * ps[i]))
         adjusted[i] = running
+    return adjusted
+
+
+def benjamini_hochberg(ps: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg step-up adjusted p-values (in the input order): the expected share
+    of false findings among the rejected stays at alpha."""
+    order = sorted(range(len(ps)), key=ps.__getitem__)
+    m = len(ps)
+    adjusted = [1.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):  # q_(k) = min over j ≥ k of p_(j)·m/j
+        i = order[rank - 1]
+        running = min(running, ps[i] * m / rank)
+        adjusted[i] = running
+    return adjusted
+
+
+def _tested(row: Row) -> bool:
+    """A gated row whose test could reject. A row whose values are all equal (no errors in
+    any run, say) has p = 1 under every permutation: leaving it out of the count is Tarone's
+    argument, and keeps a quiet error rate from diluting the latencies' alpha."""
+    if not row.gated or row.p is None or row.exact or row.baseline is None:
+        return False
+    values = {*row.baseline.values, *(row.candidate.values if row.candidate else ())}
+    return len(values) > 1
+
+
+def _corrected(
+    rows: list[Row], rules: Rules, adjust: Callable[[Sequence[float]], list[float]]
+) -> list[Row]:
+    """Adjust the gated rows' p-values for their number and judge them on the adjusted one."""
+    tested = [i for i, r in enumerate(rows) if _tested(r)]
+    adjusted = dict(zip(tested, adjust([rows[i].p or 0.0 for i in tested]), strict=True))
     out = []
     for i, row in enumerate(rows):
         q = adjusted.get(i)
-        if q is None or row.baseline is None or row.candidate is None:
+        if q is None:
             out.append(row)
             continue
         metric = rules.metric(row.metric)
-        b, c = row.baseline.median, row.candidate.median
-        out.append(
-            replace(row, q=q, verdict=_verdict(metric, b, _worse(metric, b, c), q, rules.alpha))
-        )
+        out.append(replace(row, q=q, verdict=_verdict(metric, row, q, rules.alpha)))
     return out
+
+
+def tested_count(result: Comparison) -> int:
+    """How many rows the correction counted (the m of alpha / m)."""
+    return sum(_tested(r) for r in result.rows) if result.correction != "none" else 1
+
+
+def _with_detectable(row: Row, rules: Rules, level: float) -> Row:
+    if not row.gated or row.noise is None or row.baseline is None or row.candidate is None:
+        return row
+    runs = (row.baseline.n, row.candidate.n)
+    threshold = rules.metric(row.metric).threshold
+    gate = power.Gate(level, rules.noise_k, threshold, power.DETECT_POWER)
+    found = power.detectable(row.noise, runs, gate)
+    return row if found is None else replace(row, detectable=found)
 
 
 def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:
@@ -401,3 +545,20 @@ def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:
             f"with {n} and {m} runs the smallest possible p is {smallest:.3f}, not below "
             f"alpha {alpha}: no change can be significant; use --runs 5 or more on both sides"
         )
+
+
+def _thin_percentiles(rows: Sequence[Row], rules: Rules) -> Iterable[str]:
+    """A gated percentile that rests on too few tasks a run is that run's slowest task (a
+    P95 of 16 tasks is the maximum, and so is its P99): it moves with one task's luck."""
+    for row in rows:
+        metric = rules.metric(row.metric)
+        if not row.gated or row.scope != "overall" or metric.quantile is None or not row.tasks:
+            continue
+        needed = power.tasks_for(metric.quantile)
+        if row.tasks < needed:
+            yield (
+                f"{row.metric} rests on {row.tasks} tasks a run: below {needed} a run's "
+                f"{row.metric} is its slowest task, which one task's luck moves; multiply "
+                f"--repeat by {math.ceil(needed / row.tasks)} ({needed}+ tasks a run), or leave "
+                f"{row.metric} out of --gate"
+            )

@@ -9,7 +9,8 @@ Pure. Two layers, as k6 and DESIGN §6 separate them:
   are checked on the candidate alone (median across its runs).
 
 The outcome orders what a CI job must hear first: a regression, then a threshold breach, then
-(only when strict) an inconclusive comparison.
+an inconclusive comparison. It is the verdict whatever the flags (``--json`` prints it); only
+the exit code depends on ``--strict``, which alone turns "inconclusive" into a failure.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def build_rules(
     gate: Sequence[str] | None = None,
     scopes: Sequence[str] | None = None,
     alpha: float | None = None,
+    noise_k: float | None = None,
 ) -> Rules:
     """Defaults, then the ``[compare]`` settings, then the command line (which wins)."""
     rules = Rules()
@@ -57,7 +59,7 @@ def build_rules(
         (max_regression, "--max-regression"),
     ):
         for name, value in _pairs(source, label):
-            rules = rules.with_threshold(_known(name, label), quantity(value, f"{label} {name}"))
+            rules = rules.with_tolerance(_known(name, label), quantity(value, f"{label} {name}"))
     for source, label in ((settings.get("floor", {}), "floor"), (floors, "--floor")):
         for name, value in _pairs(source, label):
             rules = rules.with_floor(_known(name, label), quantity(value, f"{label} {name}"))
@@ -70,8 +72,8 @@ def build_rules(
         rules = replace(rules, scopes=_scopes(wanted))
     if "correction" in settings:
         correction = settings["correction"]
-        if correction not in ("auto", "bh", "none"):
-            raise GateError(f"correction: '{correction}' should be auto, bh or none")
+        if correction not in ("auto", "holm", "bh", "none"):
+            raise GateError(f"correction: '{correction}' should be auto, holm, bh or none")
         rules = replace(rules, correction=correction)
     chosen = alpha if alpha is not None else settings.get("alpha")
     if chosen is not None:
@@ -79,6 +81,10 @@ def build_rules(
         if not 0 < value < 1:
             raise GateError(f"alpha: {value} should be between 0 and 1, as in 0.05")
         rules = replace(rules, alpha=value)
+    if noise_k is not None:
+        if noise_k < 0:
+            raise GateError(f"--noise-bar: {noise_k} should be 0 (off) or more, as in 2.5")
+        rules = replace(rules, noise_k=noise_k)
     return rules
 
 
@@ -102,15 +108,19 @@ def _scopes(wanted: Sequence[str]) -> tuple[Scope, ...]:
 def outcome(
     comparison: Comparison | None,
     thresholds: Sequence[ThresholdResult],
-    strict: bool,
     complete: bool = True,
 ) -> Outcome:
-    """``complete``: every run compared finished (an interrupted or killed one measured only
-    part of what was planned, so with ``strict`` its pass is inconclusive)."""
+    """The verdict. ``complete``: every run compared finished (an interrupted or killed one
+    measured only part of what was planned, so its pass is inconclusive)."""
     if comparison is not None and comparison.regressions:
         return "regression"
     if any(not r.ok for r in thresholds):
         return "threshold"
-    if strict and (not complete or (comparison is not None and comparison.inconclusive)):
+    if not complete or (comparison is not None and comparison.inconclusive):
         return "inconclusive"
     return "pass"
+
+
+def fails(verdict: Outcome, strict: bool) -> bool:
+    """Whether the verdict fails the job: inconclusive only when asked to be strict."""
+    return verdict != "pass" and (strict or verdict != "inconclusive")

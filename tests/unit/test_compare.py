@@ -216,7 +216,7 @@ def test_per_case_rows_are_informational_unless_gated_then_corrected() -> None:
     rng = random.Random(8)
     base, cand = side(rng, 1.0), side(rng, 1.5)
     default = compare(base, cand, Rules())
-    assert default.correction == "none"
+    assert default.correction == "benjamini-hochberg"  # issue 22: the gated metrics too
     assert all(not r.gated for r in default.rows if r.scope != "overall")
     assert any(r.verdict == "regression" for r in default.rows if r.scope == "case")
     everything = compare(base, cand, build_rules({}, scopes=["all"]))
