@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from perfbench.errors import PerfbenchError
+from perfbench.errors import AbError
 
 SideName = Literal["baseline", "candidate"]
 SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
@@ -33,10 +33,6 @@ WORKING_TREE = "."  # the candidate as it is on disk, uncommitted changes includ
 # and output folder, the copied suite. Given again after `--`, they would break the pooling.
 OWNED_FLAGS = ("--runs", "--label", "--out", "--resume", "--json")
 _GIT_TIMEOUT_S = 300  # a worktree of a large repository takes a while; a hung git must not
-
-
-class AbError(PerfbenchError):
-    """A/B setup failed: not a git repository, an unknown ref, a side's run failed."""
 
 
 @dataclass(frozen=True)

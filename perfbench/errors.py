@@ -10,6 +10,8 @@ The tree::
     ├── TargetError                 a target string cannot be resolved or configured
     ├── StoreError                  a run directory cannot be written or read
     ├── WorkerError                 a worker process (--workers) failed to start or died
+    ├── AbError                     `perfbench ab` cannot go on: not a git repository, an unknown
+    │                               ref, a side's run failed
     └── GateError                   a comparison cannot be made (different suites), or a rule,
                                     threshold or setting of the gate is malformed
 """
@@ -57,6 +59,10 @@ class ProfileError(PerfbenchError):
 
 class WorkerError(PerfbenchError):
     """A worker process could not start, or died during the run (its stderr is quoted)."""
+
+
+class AbError(PerfbenchError):
+    """A/B setup failed: not a git repository, an unknown ref, a side's run failed."""
 
 
 class TargetError(PerfbenchError):

@@ -29,6 +29,7 @@ from perfbench.cli import results
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import Flag, Flags, shared
 from perfbench.cli.output import err, errors, warning, write_text
+from perfbench.errors import AbError
 
 _GATE_PANEL = "Gate (as perfbench compare)"
 # compare's parameters that ab sets itself: the two sides, the run folder, the Markdown file
@@ -221,7 +222,7 @@ def _set_up(
         ran = lib.run_once(["sh", "-c", command], side, env[name], timeout)
         if ran.code != 0:
             _show_tail(ran)
-            raise lib.AbError(f"--setup failed in the {name}'s tree (exit {ran.code})")
+            raise AbError(f"--setup failed in the {name}'s tree (exit {ran.code})")
 
 
 def _measure(
@@ -244,7 +245,7 @@ def _measure(
             _show_tail(ran)
             if ran.code in _PASSED_ON:
                 raise typer.Exit(ran.code)
-            raise lib.AbError(
+            raise AbError(
                 f"the {slot.side}'s run of round {slot.round} failed (exit {ran.code}, its "
                 f"output above); try it alone: cd {sides[slot.side].workdir} && PYTHONPATH=. "
                 f"perfbench run "

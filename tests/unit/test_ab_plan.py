@@ -13,6 +13,7 @@ import pytest
 from perfbench import ab
 from perfbench.cli import ab as ab_cli
 from perfbench.cli import results
+from perfbench.errors import AbError
 
 
 def test_every_round_runs_both_sides_the_first_one_alternating() -> None:
@@ -60,7 +61,7 @@ def test_the_side_s_folders_come_first_on_the_import_path() -> None:
 def test_extra_flags_that_would_undo_the_pooling_are_refused(
     extra: list[str], message: str
 ) -> None:
-    with pytest.raises(ab.AbError, match=message):
+    with pytest.raises(AbError, match=message):
         ab.check_extra(extra)
 
 
