@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,9 +30,11 @@ from perfbench.engine.session import Session
 from perfbench.engine.sweep import Sweep
 from perfbench.errors import StoreError
 from perfbench.spec import RunSpec, SweepSpec
+from perfbench.stats import planning
 from perfbench.store import sweeps
 
-__all__ = ["RunResult", "SweepResult", "resume", "resume_sweep", "run", "sweep"]
+__all__ = ["RunResult", "SweepResult", "extend", "more_runs", "rerun", "resume",
+           "resume_sweep", "run", "sweep"]  # fmt: skip
 
 
 def run(
@@ -51,6 +54,58 @@ def resume(
     tasks it finished are kept, the rest run."""
     result: RunResult = _drive(resumed(run_dir, observer), observer, interruptible)
     return result
+
+
+def extend(
+    run_dir: Path, runs: int, observer: RunObserver | None = None, *, interruptible: bool = True
+) -> RunResult:
+    """Add measured runs to the completed run in ``run_dir`` until it has ``runs`` (what
+    ``run --runs auto`` does while the noise is too high): one more warmup pass first, since
+    the connections and the target's caches are new, then the missing passes. The runs it
+    has are kept as they are; meta.json records the plan as extended."""
+    meta = store.read_json(run_dir / store.META)
+    if meta.get("status") != "completed":
+        raise StoreError(
+            f"{run_dir} is {meta.get('status')}, not completed: take it up first with "
+            f"`perfbench run --resume {run_dir}`"
+        )
+    spec = RunSpec.of_run(run_dir, meta)
+    if runs <= spec.plan.runs:
+        raise StoreError(f"{run_dir} has {spec.plan.runs} runs already; ask for more than that")
+    plan = replace(spec.plan, runs=runs, warmup=spec.plan.warmup + 1)
+    session = Session(replace(spec, plan=plan), observer, run_dir=run_dir, resume=True)
+    result: RunResult = _drive(session, observer, interruptible)
+    return result
+
+
+def rerun(
+    run_dir: Path, observer: RunObserver | None = None, *, interruptible: bool = True
+) -> RunResult:
+    """Measure the run in ``run_dir`` again as its meta.json says it was started (``compare
+    --confirm``), into a new directory beside it labelled ``<label>-confirm``. It measures the
+    target the spec names with the code installed now: for two commits, `perfbench ab`."""
+    meta = store.read_json(run_dir / store.META)
+    spec = RunSpec.of_run(run_dir, meta)
+    label = f"{spec.label}-confirm" if spec.label else "confirm"
+    again = replace(spec, label=label, out=str(run_dir.parent))
+    return run(again, observer, interruptible=interruptible)
+
+
+def more_runs(
+    result: RunResult, wanted: planning.Wanted, observer: RunObserver | None = None
+) -> RunResult:
+    """``run --runs auto`` after its first batch: extend the run while its own noise says the
+    gated timings need more runs to show ``wanted.effect`` (at most ``wanted.max_runs``).
+    meta.json's ``runs_auto`` records where it stopped and why."""
+    while True:
+        if result.run_dir is None or result.meta.get("status") != "completed":
+            return result  # interrupted or failed: nothing to extend, the run says why
+        verdict = planning.next_runs(result.summary, wanted)
+        if verdict.more is None:
+            result.meta["runs_auto"] = verdict.to_doc(wanted)
+            store.write_json(result.run_dir / store.META, result.meta)
+            return result
+        result = extend(result.run_dir, verdict.more, observer)
 
 
 def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:

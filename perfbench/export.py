@@ -104,7 +104,7 @@ STEP_COLUMNS: dict[str, Any] = {
 
 _CATEGORY_AFTER_CONCAT = ("case", "language")
 _SUFFIX: dict[Format, str] = {"csv": ".csv", "parquet": ".parquet", "json": ".json"}
-_PARQUET_HINT = "writing parquet needs pyarrow: pip install 'perfbench[parquet]'"
+_PARQUET_HINT = "writing parquet needs pyarrow: pip install 'perfbench-llm[parquet]'"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-_PACKAGES = ("perfbench", "anyio", "httpx", "hdrhistogram", "pydantic", "trio", "uvloop")
+from perfbench.version import DISTRIBUTION
+
+# Recorded name -> distribution: meta.json keeps "perfbench" (what the runs were measured with),
+# looked up under the distribution's own name (PyPI's "perfbench" is another project).
+_PACKAGES = {
+    "perfbench": DISTRIBUTION,
+    **{name: name for name in ("anyio", "httpx", "hdrhistogram", "pydantic", "trio", "uvloop")},
+}
 
 
 def fingerprint() -> dict[str, Any]:
@@ -26,9 +33,9 @@ def fingerprint() -> dict[str, Any]:
 
 def package_versions() -> dict[str, str]:
     out = {}
-    for name in _PACKAGES:
+    for name, distribution in _PACKAGES.items():
         try:
-            out[name] = version(name)
+            out[name] = version(distribution)
         except PackageNotFoundError:
             continue
     return out

@@ -23,7 +23,7 @@ class ExitCode(IntEnum):
     THRESHOLD = 5  # compare: an absolute threshold (--threshold p95<2s) is breached
     INCONCLUSIVE = 6  # compare --strict: a big change that more runs must confirm
     CLIENT_BOUND = 7  # run --strict: perfbench itself may have set the pace (lag, CPU, ceiling)
-    ERRORS = 8  # run: more of the measured tasks failed than --max-error-rate allows
+    ERRORS = 8  # run, sweep (its lowest level): more tasks failed than --max-error-rate allows
     INTERRUPTED = 130  # stopped with Ctrl-C; what was measured is kept
     TERMINATED = 143  # stopped by SIGTERM (a CI job cancelled, `timeout`); likewise kept
 

@@ -39,10 +39,11 @@ def _flag(name: str, default: Any, kind: Any, *decls: str, panel: str, **options
 _T, _P, _O = "Target", "Passes", "Output"
 
 TARGET = (
-    _flag("target", "mock+http", str, "--target", "-t", panel=_T,
+    _flag("target", None, list[str] | None, "--target", "-t", panel=_T,
           help="What to measure: mock+http[:profile] (the mock server over HTTP, default), "
           "mock[:profile] (in-process), provider/model (openai, anthropic, deepseek, qwen, "
-          "zhipu), http+agent://host/path, python:module:function."),
+          "zhipu), http+agent://host/path, python:module:function. run takes several (-t A "
+          "-t B): one run each, the same cases, then a report comparing them."),
     _flag("base_url", None, str | None, panel=_T,
           help="Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
           "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),
@@ -71,8 +72,10 @@ TARGET = (
 )  # fmt: skip
 
 PASSES = (
-    _flag("runs", 5, int, min=1, panel=_P,
-          help="Measured passes over the suite (per level, in a sweep); statistics are per run."),
+    _flag("runs", "5", str, panel=_P,
+          help="Measured passes over the suite (per level, in a sweep); statistics are per run. "
+          "run also takes auto: start with 5 and add runs, up to --max-runs, until the noise "
+          "lets compare see a change of --detect."),
     _flag("warmup", 1, int, min=0, panel=_P,
           help="Warmup passes first; kept in samples.jsonl, not in stats."),
     _flag("repeat", 1, int, min=1, panel=_P,
@@ -141,16 +144,31 @@ def shared(
     return decorate
 
 
-def target_spec(flags: Flags) -> TargetSpec:
+DEFAULT_TARGET = "mock+http"
+
+
+def target_specs(flags: Flags) -> list[TargetSpec]:
+    """One spec per -t given (the default target when none), the other target flags shared."""
     values = {f.name: flags[f.name] for f in TARGET}
     values["headers"] = tuple(values["headers"] or ())  # a repeated flag gives a list
-    return TargetSpec(**values)
+    targets = values.pop("target") or [DEFAULT_TARGET]
+    if len(set(targets)) != len(targets):
+        raise typer.BadParameter("-t: the same target twice; give each once")
+    return [TargetSpec(target=target, **values) for target in targets]
+
+
+def target_spec(flags: Flags) -> TargetSpec:
+    """The one target of a command that measures one (sweep, ab)."""
+    specs = target_specs(flags)
+    if len(specs) > 1:
+        raise typer.BadParameter("-t: this command measures one target (run takes several)")
+    return specs[0]
 
 
 def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Plan:
     """The plan the flags describe, its worker count settled (``--workers auto``)."""
     made = Plan(
-        runs=flags["runs"],
+        runs=runs(flags["runs"]),
         warmup=flags["warmup"],
         repeat=flags["repeat"],
         concurrency=concurrency,
@@ -161,15 +179,29 @@ def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Pla
     return replace(made, workers=workers(flags["workers"], made))
 
 
+AUTO_FIRST_RUNS = 5  # `--runs auto` starts here: the fewest with which a 5% test can pass at all
+
+
+def runs(text: str) -> int:
+    """``--runs``: a positive number, or auto (its first batch; `run` adds runs after it)."""
+    if text == "auto":
+        return AUTO_FIRST_RUNS
+    return _count(text, "--runs takes a positive number (or auto, for run)")
+
+
 def workers(text: str, of: Plan) -> int:
     if text == "auto":
         return auto_workers(of)
+    return _count(text, "--workers takes a positive number or auto")
+
+
+def _count(text: str, problem: str) -> int:
     try:
         count = int(text)
     except ValueError:
         count = 0
     if count < 1:
-        raise typer.BadParameter("--workers takes a positive number or auto")
+        raise typer.BadParameter(problem)
     return count
 
 

@@ -15,14 +15,11 @@ from perfbench.cli.app import app
 from perfbench.cli.output import errors
 from perfbench.errors import GateError
 from perfbench.report.format import TITLES, table
-from perfbench.stats import power
-from perfbench.stats.compare import Metric, Rules
+from perfbench.stats import planning, power
+from perfbench.stats.compare import Rules
 from perfbench.stats.gate import build_rules
 from perfbench.stats.thresholds import quantity
 from perfbench.store import sides
-
-RATE_UNITS = ("rate", "per task")  # gated on a floor in points, not on a relative change
-TIMINGS = ("p50", "p95", "p99", "mean", "ttft_p50", "ttft_p95", "throughput")
 
 
 @app.command()
@@ -78,37 +75,12 @@ def plan(
             loaded = [sides.load_side(ref, root) for ref in run_refs]
     metas = [meta for meta, _ in loaded]
     runs = [summary["runs"] for _, summary in loaded]
-    found = (_measured(rules.metric(name), runs) for name in rules.gate)
-    measured = [m for m in found if m is not None]
-    tested = max(1, len([m for m in measured if (power.pooled_cv(*m.groups) or 0) > 0]))
-    level = rules.alpha / tested
+    measured = planning.gated(rules, runs)
     repeat = _repeat(metas)
-    gate = power.Gate(level, rules.noise_k, power=chance)
+    gate = planning.gate(rules, measured, chance)
     needs = [power.need(m, effect, repeat, gate) for m in measured]
+    tested = planning.tested(measured)
     sys.stdout.write(_text(needs, effect, chance, rules, tested, repeat, runs))
-
-
-def _measured(metric: Metric, runs: Sequence[Sequence[Any]]) -> power.Measured | None:
-    """The metric's overall value in every run, one group per RUN given."""
-    if metric.unit in RATE_UNITS:
-        return None
-    groups = tuple(tuple(_values(side, metric.path)) for side in runs)
-    counts = [int(v) for side in runs for v in _values(side, metric.count_path)]
-    if not any(groups):
-        return None
-    tasks = min(counts) if counts and metric.quantile is not None else None
-    return power.Measured(metric.name, groups, metric.threshold, metric.quantile, tasks)
-
-
-def _values(runs: Sequence[Any], path: str) -> list[float]:
-    out = []
-    for run in runs:
-        value: Any = run["overall"]
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            out.append(float(value))
-    return out
 
 
 def _repeat(metas: Sequence[Any]) -> int:
@@ -141,7 +113,7 @@ def _text(
         ),
     ]
     # Tokens and cost do not move with a slowdown, and a metric without spread tells nothing.
-    reachable = [n for n in needs if n.plan is not None and n.cv and n.metric in TIMINGS]
+    reachable = [n for n in needs if n.plan is not None and n.cv and n.metric in planning.TIMINGS]
     if reachable:
         best = min(reachable, key=lambda n: (n.plan.cost if n.plan else 0, n.metric))
         assert best.plan is not None

@@ -12,9 +12,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from perfbench import config, store
 from perfbench.cli.app import ExitCode, app
+from perfbench.cli.confirm import confirm
 from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
 from perfbench.errors import GateError
 from perfbench.report import compare_md
@@ -62,24 +64,37 @@ def list_(
 
 
 def _runs_table(runs: list[store.RunInfo]) -> Table:
+    """One row per run. The run's name is what `show` and `compare` take, and directory names
+    are long (a timestamp, the suite, the target, the label), so it is never cut: it has the
+    wide column, folded onto more lines when the terminal is narrower, and when, what and
+    where it ran sit on the line below it instead of in columns of their own."""
     table = Table()
-    for col in ("run", "started", "suite", "target", "label", "tasks", "P50", "P95", "status"):
-        table.add_column(col, justify="right" if col in ("tasks", "P50", "P95") else "left")
+    table.add_column("run", overflow="fold", ratio=1)
+    for col in ("tasks", "P50", "P95"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for info in runs:
         m = info.meta
         head = m.get("headline") or {}
         table.add_row(
-            info.path.name,
-            str(m.get("started_at", "")),
-            str(m.get("suite", {}).get("name", "")),
-            str(m.get("target", "")),
-            m.get("label") or "",
+            _run_cell(info),
             str(head.get("tasks", "–")),
             seconds(head.get("p50")),
             seconds(head.get("p95")),
             store.status(m),
         )
     return table
+
+
+def _run_cell(info: store.RunInfo) -> Text:
+    m = info.meta
+    started = str(m.get("started_at", ""))[:16].replace("T", " ")  # to the minute
+    what = [started, str(m.get("suite", {}).get("name", "")), str(m.get("target", ""))]
+    if m.get("label"):
+        what.append(f"label={m['label']}")
+    cell = Text(info.path.name, style="bold", overflow="fold")
+    cell.append("\n  " + " · ".join(p for p in what if p), style="dim")
+    return cell
 
 
 @app.command()
@@ -176,6 +191,16 @@ def compare_(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the verdict as JSON instead of Markdown.")
     ] = False,
+    confirm_: Annotated[
+        bool,
+        typer.Option(
+            "--confirm",
+            help="On a regression, measure both sides again (from their meta.json, baseline "
+            "first; new runs labelled <label>-confirm) and keep it only if the same metric "
+            "regresses again, else the verdict is inconclusive. It re-measures the targets the "
+            "runs name with the code installed now: for two commits, perfbench ab.",
+        ),
+    ] = False,
     root: RootOpt = Path("runs"),
 ) -> None:
     """Compare a candidate run with a baseline; the exit code is the verdict.
@@ -214,6 +239,13 @@ def compare_(
     strict_on = strict if strict is not None else bool(settings.get("strict", False))
     complete = all(m.get("status") == "completed" for m in (found.baseline, found.candidate))
     verdict = outcome(found.result, checked, complete)
+    if confirm_ and verdict == "regression" and found.result is not None:
+        assert candidate_ref is not None  # a comparison has two sides
+        with errors():
+            checked_again = confirm(found.result, (baseline_ref, candidate_ref), rules, root)
+        found.notes.append(checked_again.note)
+        if not checked_again.kept:
+            verdict = "inconclusive"
     code = OUTCOME_CODES[verdict] if fails(verdict, strict_on) else ExitCode.OK
     with errors(), store.reading(baseline_ref, candidate_ref):
         text = _verdict_text(found, checked, verdict, strict_on)

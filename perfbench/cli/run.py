@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 import sys
-import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from perfbench import api
+from perfbench import api, config
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.options import OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
+from perfbench.cli.options import AUTO_FIRST_RUNS, OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
 from perfbench.cli.output import err, errors, out, print_result
-from perfbench.engine.results import RunResult, SweepResult
+from perfbench.engine.results import RunResult
 from perfbench.errors import GateError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
-from perfbench.report.format import seconds
-from perfbench.report.sweep_md import markdown as sweep_markdown
-from perfbench.spec import Plan, RunSpec, SweepPlan, SweepSpec
+from perfbench.report.format import TITLES, seconds
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.stats import planning
 from perfbench.stats.advice import client_bound
-from perfbench.stats.knee import Level, StopRule
-from perfbench.stats.thresholds import parse_slo
+from perfbench.stats.gate import build_rules
+from perfbench.stats.thresholds import quantity
 
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
@@ -95,19 +96,24 @@ def run(
     ] = 0.8,
     resume: Annotated[
         Path | None,
-        typer.Option(help="Continue an interrupted run directory: finished tasks are kept."),
+        typer.Option(
+            rich_help_panel="Passes",
+            help="Continue an interrupted run directory: finished tasks are kept.",
+        ),
     ] = None,
     strict: Annotated[
         bool,
         typer.Option(
+            rich_help_panel="Exit code",
             help="Exit 7 when the client may have set the pace (event-loop lag, CPU, or near "
             "the ceiling `perfbench calibrate` measured): for CI jobs that must not trust "
-            "such figures."
+            "such figures.",
         ),
     ] = False,
     max_error_rate: Annotated[
         float,
         typer.Option(
+            rich_help_panel="Exit code",
             min=0.0,
             max=1.0,
             help="Exit 8 when more than this share of the measured tasks failed (errors, "
@@ -115,43 +121,186 @@ def run(
             "the check off.",
         ),
     ] = MAX_ERROR_RATE,
+    detect: Annotated[
+        str,
+        typer.Option(
+            rich_help_panel="Passes",
+            help="With --runs auto: the change compare must be able to see (20%: a P95 20% "
+            "slower), at the noise these runs measure; timings whose threshold is at or above "
+            "it are not counted (compare never flags them for such a change).",
+        ),
+    ] = "20%",
+    max_runs: Annotated[
+        int,
+        typer.Option(
+            rich_help_panel="Passes",
+            min=AUTO_FIRST_RUNS,
+            help="With --runs auto: the most runs to make; past it the run says what it can "
+            "detect instead.",
+        ),
+    ] = 20,
     *,
     flags: Flags,
 ) -> None:
     """Run a case suite: warmup, then measured runs; print per-case statistics.
 
     Example: [bold]perfbench run cases/ --runs 5 --concurrency 4 --label v1.4.0[/]
+
+    [bold]--runs auto[/] makes 5 runs, then adds runs (one more warmup pass first, each
+    time) until the runs' own noise lets `perfbench compare` see a slowdown of --detect with
+    a chance of 0.9, or --max-runs is reached; give the other side of a comparison as many.
+
+    [bold]-t A -t B[/]: one run per target, the same cases and plan, one after the other;
+    then a report comparing them (the first is the baseline) in --out/targets-<time>/.
     """
     options.check_resume(ctx, resume is not None)
     options.check_load(ctx, rate is not None, adaptive)
-    watch = _Watch(_sinks(flags["quiet"], flags["as_json"]))
+    console = err if flags["as_json"] else out
+    if resume is not None:
+        code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
+        raise typer.Exit(code)
+    with errors():
+        shape = options.load_shape(
+            rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease
+        )
+        plan = options.plan(flags, concurrency=concurrency, load=shape)
+        wanted = _wanted(detect, max_runs) if flags["runs"] == "auto" else None
+        specs = [run_spec(cases, flags, plan, t) for t in options.target_specs(flags)]
+    codes, results = [], []
+    for spec in specs:
+
+        def measure(watch: Watch, spec: RunSpec = spec) -> RunResult:
+            result = api.run(spec, watch)
+            return api.more_runs(result, wanted, watch) if wanted is not None else result
+
+        code, result = _one(measure, flags, strict, max_error_rate)
+        codes.append(code)
+        results.append(result)
+        if result.interrupted:
+            break
+    if len(specs) > 1 and len(results) == len(specs):
+        with errors():
+            _targets_report(results, plan, console)
+    raise typer.Exit(_worst(codes))
+
+
+def _one(
+    measure: Callable[[Watch], RunResult], flags: Flags, strict: bool, max_error_rate: float
+) -> tuple[ExitCode, RunResult]:
+    """One run, its progress shown and its tables printed; its exit code."""
+    watch = Watch(sinks(flags["quiet"], flags["as_json"]))
     try:
         with errors():
-            if resume is not None:
-                result = api.resume(resume, watch)
-            else:
-                shape = options.load_shape(
-                    rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start,
-                    decrease,
-                )  # fmt: skip
-                plan = options.plan(flags, concurrency=concurrency, load=shape)
-                result = api.run(_run_spec(cases, flags, plan), watch)
+            result = measure(watch)
     except BaseException:
         watch.failed()
         raise
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     _report(result, code, err if flags["as_json"] else out)
-    if code:
-        raise typer.Exit(code)
+    return code, result
 
 
-def _run_spec(cases: list[Path] | None, flags: Flags, plan: Plan) -> RunSpec:
+def _worst(codes: list[ExitCode]) -> ExitCode:
+    """An interruption first (the user stopped it), then the first failure, else OK."""
+    for code in codes:
+        if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+            return code
+    return next((c for c in codes if c), ExitCode.OK)
+
+
+def _targets_report(results: list[RunResult], plan: Plan, console: Console) -> None:
+    """The targets side by side: a line each, and a report with the first as the baseline."""
+    from perfbench.report import release
+
+    dirs = [r.run_dir for r in results if r.run_dir is not None]
+    if len(dirs) != len(results):
+        return  # a run kept in memory only (no --out): nothing to report from
+    console.print("\nTargets, the same cases and plan:", highlight=False)
+    for result in results:
+        line = result.meta.get("headline") or {}
+        console.print(
+            f"  {result.meta['target']}: P50 {seconds(line.get('p50'))}, P95 "
+            f"{seconds(line.get('p95'))}, {line.get('throughput') or 0:.2f} tasks/s, "
+            f"{line.get('ok', 0)}/{line.get('tasks', 0)} ok",
+            highlight=False,
+            markup=False,
+            emoji=False,  # a target is the user's text: "mock:zero" is not an emoji
+        )
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = dirs[0].parent / f"targets-{stamp}"
+    runs = [release.load(str(d), d.parent) for d in dirs]
+    path = release.build(runs, runs[0], folder)
+    console.print(f"Report comparing them: {path}", highlight=False, markup=False, emoji=False)
+
+
+def _wanted(detect: str, max_runs: int) -> planning.Wanted:
+    try:
+        effect = quantity(detect, "--detect")
+    except GateError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if not 0 < effect < 10:
+        raise typer.BadParameter(f"--detect {detect}: a relative change such as 10% or 25%")
+    settings = config.compare_settings(config.find(Path.cwd()))
+    return planning.Wanted(effect, max_runs, build_rules(settings))
+
+
+def auto_runs_line(doc: dict[str, Any]) -> str:
+    """What `--runs auto` settled on, and what to do where it fell short."""
+    runs, goal = doc["runs"], f"{100 * doc['detect']:g}%"
+    lines = []
+    if doc.get("metric") is None:
+        lines.append(
+            f"warning: --runs auto kept {runs} runs: no gated timing can be flagged for a "
+            f"{goal} change (within each one's threshold, or without spread). To fix: ask a "
+            "larger --detect, or lower the thresholds (--max-regression METRIC=X%)."
+        )
+    elif doc["reached"]:
+        lines.append(
+            f"--runs auto: {runs} runs, enough for compare to see a {goal} slowdown that moves "
+            f"every timing ({_metric(doc['metric'])}, at a run-to-run CV of {_pct(doc['cv'])}, "
+            f"needs {doc['needed']}); give the other side --runs {runs} too."
+        )
+    else:
+        can = doc.get("detectable")
+        seen = f"; these runs can see about {100 * can:.0f}%" if can else ""
+        lines.append(
+            f"warning: --runs auto stopped at --max-runs {runs}: a {goal} slowdown needs "
+            f"{doc['needed']} runs ({_metric(doc['metric'])}, the cheapest timing, at CV "
+            f"{_pct(doc['cv'])}){seen}. To fix: --max-runs {doc['needed']}, a higher --repeat, "
+            "or a larger --detect."
+        )
+    hardest = doc.get("hardest")
+    if hardest and hardest[0] != doc.get("metric") and hardest[1] > runs:
+        lines.append(
+            f"note: a {goal} change in {_metric(hardest[0])} alone needs {hardest[1]} runs "
+            f"(`perfbench plan RUN --detect {goal}` says per metric)."
+        )
+    for item in doc.get("unreachable") or []:
+        lines.append(
+            f"warning: {_metric(item['metric'])} cannot show {goal} in any number of runs: its "
+            f"run-to-run CV of {_pct(item['cv'])} puts the gate's noise bar above it. To fix: "
+            "raise --repeat (more tasks a run lower the CV as 1/sqrt(tasks))."
+        )
+    return "\n".join(lines)
+
+
+def _metric(name: str) -> str:
+    return TITLES.get(name, name)
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{100 * value:.1f}%"
+
+
+def run_spec(
+    cases: list[Path] | None, flags: Flags, plan: Plan, target: TargetSpec | None = None
+) -> RunSpec:
     if not cases:
         raise typer.BadParameter("give case files or folders (or --resume RUN_DIR)")
     return RunSpec.build(
         cases,
-        options.target_spec(flags),
+        target if target is not None else options.target_spec(flags),
         plan,
         label=flags["label"],
         prices=flags["prices"],
@@ -159,13 +308,13 @@ def _run_spec(cases: list[Path] | None, flags: Flags, plan: Plan) -> RunSpec:
     )
 
 
-def _stopped(by: str | None) -> ExitCode:
+def stopped(by: str | None) -> ExitCode:
     return ExitCode.TERMINATED if by == "SIGTERM" else ExitCode.INTERRUPTED
 
 
 def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCode:
     if result.interrupted:
-        return _stopped(result.meta.get("stopped_by"))
+        return stopped(result.meta.get("stopped_by"))
     if error_rate(result) > max_error_rate:
         return ExitCode.ERRORS
     if strict and client_bound(result.summary):
@@ -175,6 +324,8 @@ def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCo
 
 def _report(result: RunResult, code: ExitCode, console: Console) -> None:
     print_result(result.summary, result.meta, console)
+    if "runs_auto" in result.meta:
+        console.print(auto_runs_line(result.meta["runs_auto"]), highlight=False)
     console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
     if code == ExitCode.ERRORS:
         console.print(
@@ -189,14 +340,14 @@ def _report(result: RunResult, code: ExitCode, console: Console) -> None:
         )
 
 
-def _sinks(quiet: bool, as_json: bool) -> list[Sink]:
+def sinks(quiet: bool, as_json: bool) -> list[Sink]:
     sinks: list[Sink] = [] if quiet else [LiveView(err)]
     if as_json:
         sinks.append(JsonEvents(sys.stdout.buffer))
     return sinks
 
 
-class _Watch(Progress):
+class Watch(Progress):
     """The run's progress for people and scripts; says so when the first Ctrl-C stops it."""
 
     began = False
@@ -212,183 +363,6 @@ class _Watch(Progress):
         """A run that started and then failed on perfbench's own error ends with an event."""
         if self.began:
             self.finished("failed", ExitCode.CONFIG, None)
-
-
-class _SweepWatch(_Watch):
-    """Each level's run in the live view; a line per level, and level events with --json."""
-
-    def __init__(self, sinks: list[Sink], events: JsonEvents | None) -> None:
-        super().__init__(sinks)
-        self.events = events
-        self.t0 = time.monotonic()
-
-    def run_finished(self, result: RunResult) -> None:
-        self.finished("level", 0, None)
-
-    def level_finished(self, level: Level, reason: str | None, sweep_dir: Path) -> None:
-        status = f"stop: {reason}" if reason else "ok"
-        err.print(
-            f"level {level.level:g}: {level.throughput:.2f} tasks/s, "
-            f"P95 {seconds(level.p95)} · {status}",
-            highlight=False,
-        )
-        if self.events is not None:
-            self.events.run_id = sweep_dir.name
-            self.events.emit(
-                "level_finished",
-                time.monotonic() - self.t0,
-                level=level.level,
-                throughput=level.throughput,
-                p95_s=level.p95,
-                error_rate=level.error_rate,
-                throttle_rate=level.throttle_rate,
-                stop_reason=reason,
-            )
-
-
-@app.command()
-@shared(TARGET, PASSES, OUTPUT, defaults={"runs": 3})
-def sweep(
-    ctx: typer.Context,
-    cases: CasesArg = None,
-    concurrency: Annotated[
-        str | None,
-        typer.Option(
-            "--concurrency", "-c", rich_help_panel="Levels", help="Levels, e.g. 1,2,4,8,16,32."
-        ),
-    ] = None,
-    rates: Annotated[
-        str | None,
-        typer.Option(rich_help_panel="Levels", help="Open-loop levels in tasks/s, e.g. 1,2,5,10."),
-    ] = None,
-    auto: Annotated[
-        bool,
-        typer.Option(
-            rich_help_panel="Levels",
-            help="Double concurrency from 1 (the default when no levels given).",
-        ),
-    ] = False,
-    max_level: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels", min=1, help="Auto mode (no levels given): stop doubling here."
-        ),
-    ] = 1024,
-    slo: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Levels", help="Report the largest level meeting it, e.g. 'p95<2s'."
-        ),
-    ] = None,
-    error_budget: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels",
-            min=0,
-            max=1,
-            help="Stop when errors or 429s exceed this share.",
-        ),
-    ] = 0.01,
-    p95_factor: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels", min=1, help="Stop when P95 exceeds this × the lowest level's."
-        ),
-    ] = 3.0,
-    min_gain: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels",
-            min=0,
-            help="Stop when doubling gains less throughput than this.",
-        ),
-    ] = 0.10,
-    resume: Annotated[
-        Path | None,
-        typer.Option(help="Continue an interrupted sweep directory: finished levels are kept."),
-    ] = None,
-    *,
-    flags: Flags,
-) -> None:
-    """Run the suite at a series of load levels and find where the target stops scaling.
-
-    Without --concurrency or --rates, doubles concurrency from 1 until errors/429s pass the
-    budget, P95 grows past --p95-factor, or throughput stops growing; then bisects between
-    the last good and the first bad level.
-
-    Example: [bold]perfbench sweep cases/ -t mock+http:rate-limited --runs 1[/]
-    """
-    options.check_resume(ctx, resume is not None)
-    events = JsonEvents(sys.stdout.buffer) if flags["as_json"] else None
-    watch = _SweepWatch([] if flags["quiet"] else [LiveView(err)], events)
-    with errors():
-        if resume is not None:
-            result = api.resume_sweep(resume, watch)
-        else:
-            rule = StopRule(error_budget, p95_factor, min_gain)
-            spec = _sweep_spec(cases, flags, concurrency, rates, auto, max_level, slo, rule)
-            result = api.sweep(spec, watch)
-    console = err if events else out
-    plan = result.plan
-    text = sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
-    console.print(text, highlight=False, markup=False)
-    console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
-    code = _stopped(result.stopped_by) if result.interrupted else ExitCode.OK
-    if events is not None:
-        _sweep_finished(events, watch.t0, result, code)
-    if code:
-        console.print(f"Stopped: continue with [bold]perfbench sweep --resume {result.path}[/]")
-        raise typer.Exit(code)
-
-
-def _sweep_finished(events: JsonEvents, t0: float, result: SweepResult, code: int) -> None:
-    events.emit(
-        "run_finished",
-        time.monotonic() - t0,
-        status="interrupted" if result.interrupted else "completed",
-        exit_code=code,
-        levels=len(result.levels),
-        knee=result.findings.get("knee"),
-        run_dir=str(result.path),
-    )
-
-
-def _sweep_spec(
-    cases: list[Path] | None,
-    flags: Flags,
-    concurrency: str | None,
-    rates: str | None,
-    auto: bool,
-    max_level: float,
-    slo: str | None,
-    rule: StopRule,
-) -> SweepSpec:
-    levels = options.levels(concurrency, "--concurrency")
-    rate_levels = options.levels(rates, "--rates")
-    if levels and rate_levels:
-        raise typer.BadParameter("give --concurrency or --rates, not both")
-    if auto and (levels or rate_levels):
-        raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
-    if not cases:
-        raise typer.BadParameter("give case files or folders (or --resume SWEEP_DIR)")
-    base = options.plan({**flags, "workers": "1"})
-    plan = SweepPlan(
-        base=base,
-        levels=levels or rate_levels,
-        rates=bool(rate_levels),
-        max_level=max_level,
-        rule=rule,
-        slo=_slo(slo) if slo else None,
-        workers=0 if flags["workers"] == "auto" else options.workers(flags["workers"], base),
-    )
-    return SweepSpec.of(_run_spec(cases, flags, base), plan)
-
-
-def _slo(text: str) -> tuple[str, float]:
-    try:
-        return parse_slo(text)
-    except GateError as exc:  # a mistyped flag: a usage error (exit 2), said before any run
-        raise typer.BadParameter(str(exc)) from None
 
 
 def error_rate(result: RunResult) -> float:

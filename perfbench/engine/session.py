@@ -214,6 +214,8 @@ class Session:
             self.summarizer.add(sample)
         meta["status"] = "running"
         meta["owner"] = store.owner()
+        # The plan as it runs now: the same as started, unless `api.extend` added runs.
+        meta["spec"], meta["plan"] = self.spec.to_doc(), asdict(self.plan)
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
         return meta, resume
 

@@ -21,9 +21,9 @@ from perfbench.engine.observer import RunObserver
 from perfbench.engine.results import SweepResult
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
-from perfbench.report.sweep_md import markdown
+from perfbench.report.sweep_md import knee_label, markdown
 from perfbench.spec import SweepSpec
-from perfbench.stats.knee import Level, analyse, bisect, level_of, verdict
+from perfbench.stats.knee import Level, StopKind, analyse, bisect, level_of, stop
 from perfbench.store.sweeps import PLAN_FILE, finished, level_dir, resumable
 from perfbench.suite import Suite
 from perfbench.targets import Target
@@ -52,6 +52,7 @@ class Sweep:
         self.factory = factory
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
+        self.kinds: dict[float, StopKind | None] = {}  # what kind of limit each stop was
         self.path = path  # the sweep directory (made by run() unless resuming)
         self._session: Session | None = None  # the level running now
         self.stopped_by: str | None = None
@@ -103,13 +104,17 @@ class Sweep:
         except _Interrupted:
             store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
             levels = [self.measured[k] for k in sorted(self.measured)]
-            findings = analyse(levels, self.reasons, rates=self.plan.rates, slo=self.plan.slo)
+            findings = self._analyse(levels)
             return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
         levels = [self.measured[k] for k in sorted(self.measured)]
-        findings = analyse(levels, self.reasons, rates=self.plan.rates, slo=self.plan.slo)
+        findings = self._analyse(levels)
         self._write_findings(path, levels, findings)
         store.write_json(path / PLAN_FILE, {**how, "status": "completed"})
         return SweepResult(path, levels, findings, self.plan)
+
+    def _analyse(self, levels: list[Level]) -> dict[str, Any]:
+        plan = self.plan
+        return analyse(levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds)
 
     def _write_findings(self, path: Path, levels: list[Level], findings: dict[str, Any]) -> None:
         """sweep.json, sweep.md and the chart. A failed write leaves sweep-plan.json
@@ -128,7 +133,8 @@ class Sweep:
                 from perfbench.report.charts import sweep_chart  # matplotlib loads only here
 
                 unit = "tasks/s" if rates else "concurrency"
-                sweep_chart(levels, findings["knee"], path / "sweep", unit)
+                label = knee_label(findings)
+                sweep_chart(levels, findings["knee"], path / "sweep", unit, knee_label=label)
         except OSError as exc:
             raise StoreError(
                 f"cannot write the sweep's findings in {path}: {exc.strerror or exc}. The "
@@ -185,8 +191,9 @@ class Sweep:
         measured = level_of(level, summary)
         self.measured[level] = measured
         ordered = [self.measured[k] for k in sorted(self.measured)]
-        reason = verdict([v for v in ordered if v.level <= level], self.plan.rule)
-        self.reasons[level] = reason
+        found = stop([v for v in ordered if v.level <= level], self.plan.rule)
+        reason = None if found is None else found.reason
+        self.reasons[level], self.kinds[level] = reason, None if found is None else found.kind
         self.observer.level_finished(measured, reason, path)
         return reason
 

@@ -6,13 +6,17 @@ plain data, so Markdown reports and comparisons can call them without perfbench 
 ``i`` (in the order of the mapping or sequence given) has the same colour in every chart. SVG
 text stays text (``svg.fonttype = "none"``), so labels are searchable; plotted bars and lines
 carry stable SVG ids: ``bar-r<run>-c<group>`` and ``bar-whisker-r<run>`` (``throughput-`` and
-``rate-`` in place of ``bar-`` in the two panels of `throughput_errors`), ``line-r<run>``."""
+``rate-`` in place of ``bar-`` in the two panels of `throughput_errors`, ``tokens-`` in
+`tokens_per_second`), ``line-r<run>``; the timeline, change and sweep charts name theirs in
+their docstrings. No chart draws a panel whose every value is zero: it is left out, and the
+title says why (a panel of flat zeros reads as a missing chart, or as data)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -199,60 +203,133 @@ def _percentile_ticks(largest: float) -> tuple[list[float], list[str]]:
     return ticks, labels
 
 
-def sweep_chart(levels: list[Level], knee: float | None, path_stem: Path, unit: str) -> list[Path]:
-    """Throughput, P95 and 429 rate against level (log2 axis), the knee marked. Writes
-    ``<stem>.png`` and ``<stem>.svg``; returns both paths."""
+def _series(
+    ax: Axes, xs: Sequence[float], ys: Sequence[float], gid: str, dash: str = "-", **style: Any
+) -> Line2D:
+    """One plotted series: a line through its points, or only the point when there is one (a
+    line from one point would suggest a trend that was never measured)."""
+    (line,) = ax.plot(xs, ys, linestyle=dash if len(xs) > 1 else "none", **style)
+    line.set_gid(gid)
+    return line
+
+
+def sweep_chart(
+    levels: list[Level],
+    knee: float | None,
+    path_stem: Path,
+    unit: str,
+    *,
+    knee_label: str | None = None,
+) -> list[Path]:
+    """Throughput and P95 against level (log2 axis), then, each only when some level has any,
+    429 answers per task and errors as % of tasks, each in a panel of its own (two units, two
+    axes); the knee is a dashed line in every panel, labelled above the plot (``knee_label``,
+    default "knee <level>") where no data can be. Writes ``<stem>.png`` and ``<stem>.svg``;
+    returns both paths. SVG ids: ``sweep-throughput``, ``sweep-p95``, ``sweep-429``,
+    ``sweep-errors``, ``sweep-knee-<panel>``."""
     xs = [v.level for v in levels]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, layout="constrained")
-    top.plot(
-        xs,
-        [v.throughput for v in levels],
-        marker="o",
-        color="tab:blue",
-        label="throughput (tasks/s)",
+    throttled = [v.throttle_rate for v in levels]
+    errors = [100 * v.error_rate for v in levels]
+    extra = [(name, ys) for name, ys in (("429", throttled), ("errors", errors)) if any(ys)]
+    fig, axes = plt.subplots(
+        1 + len(extra),
+        1,
+        figsize=(7, 4.4 + 1.8 * len(extra)),
+        sharex=True,
+        layout="constrained",
+        height_ratios=[2.2] + [1.0] * len(extra),
+        squeeze=False,
     )
-    top.set_ylabel("tasks/s")
-    p95 = top.twinx()
-    p95.plot(
-        xs,
-        [(v.p95 or math.nan) * 1e3 for v in levels],
-        marker="s",
-        color="tab:orange",
-        label="P95 (ms)",
-    )
-    p95.set_ylabel("P95 ms")
-    bottom.plot(
-        xs,
-        [100 * max(v.throttle_rate, v.error_rate) for v in levels],
-        marker="^",
-        color="tab:red",
-        label="errors (% of tasks) or 429 answers (per 100 tasks)",
-    )
-    bottom.set_ylabel("% of tasks / per 100 tasks")
-    bottom.set_xlabel(unit)
+    panels: list[Axes] = list(axes[:, 0])
+    quiet = "" if extra else " (no errors or 429 answers at any level)"
+    # The title's pad leaves a band above the plot for the knee's label, clear of every line.
+    pad = 24 if knee is not None else 6
+    panels[0].set_title(f"Sweep over {_literal(unit)}{quiet}", fontsize=11, pad=pad)
+    handles = _sweep_top(panels[0], levels) + _sweep_rates(panels[1:], xs, extra)
+    bottom = panels[-1]
+    bottom.set_xlabel(_literal(unit))
     bottom.set_xscale("log", base=2)
     bottom.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
-    for axis in (top, bottom):
-        axis.grid(True, alpha=0.3)
+    for k, ax in enumerate(panels):
+        ax.grid(True, alpha=0.3)
         if knee is not None:
-            axis.axvline(knee, color="black", linestyle="--", linewidth=1)
+            ax.axvline(knee, color="black", linestyle="--", linewidth=1).set_gid(f"sweep-knee-{k}")
     if knee is not None:
-        top.annotate(
-            f"knee {knee:g}", (knee, top.get_ylim()[1]), xytext=(4, -14), textcoords="offset points"
-        )
-    handles = top.get_legend_handles_labels()[0] + p95.get_legend_handles_labels()[0]
-    top.legend(handles=handles, loc="upper left")
-    bottom.legend(loc="upper left")
+        _knee_label(panels[0], knee, knee_label if knee_label is not None else f"knee {knee:g}")
+    labels = [str(h.get_label()) for h in handles]
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9, frameon=False)
     return _save(fig, path_stem)
+
+
+def _sweep_top(top: Axes, levels: Sequence[Level]) -> list[Artist]:
+    """Throughput on the left axis and P95 on a twin right axis, both from zero."""
+    xs = [v.level for v in levels]
+    throughput = [v.throughput for v in levels]
+    handles: list[Artist] = [
+        _series(top, xs, throughput, "sweep-throughput", marker="o", color="tab:blue",
+                label="throughput (tasks/s)"),
+    ]  # fmt: skip
+    p95 = top.twinx()
+    latencies = [(v.p95 or math.nan) * 1e3 for v in levels]
+    handles.append(
+        _series(p95, xs, latencies, "sweep-p95", marker="s", color="tab:orange",
+                label="P95 latency (ms)")
+    )  # fmt: skip
+    top.set_ylabel("tasks/s")
+    p95.set_ylabel("P95 ms")
+    for ax in (top, p95):
+        ax.set_ylim(bottom=0)
+    return handles
+
+
+# name → (legend, axis label, style) of the sweep's rate panels; the legend says exactly what
+# each counts, since 429s per task may exceed 1 (retries) and is not a share of tasks.
+_SWEEP_RATES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "429": ("429 answers per task (429s ÷ tasks)", "429s per task",
+            {"marker": "^", "color": "tab:red"}),
+    "errors": ("errors (% of tasks that failed)", "errors, % of tasks",
+               {"marker": "v", "color": "tab:purple"}),
+}  # fmt: skip
+
+
+def _sweep_rates(
+    panels: Sequence[Axes], xs: Sequence[float], rates: Sequence[tuple[str, Sequence[float]]]
+) -> list[Artist]:
+    handles: list[Artist] = []
+    for ax, (name, ys) in zip(panels, rates, strict=True):
+        label, axis, style = _SWEEP_RATES[name]
+        handles.append(_series(ax, xs, ys, f"sweep-{name}", label=label, **style))
+        ax.set_ylabel(axis)
+        ax.set_ylim(bottom=0)
+    return handles
+
+
+def _knee_label(top: Axes, knee: float, text: str) -> None:
+    """The label just above the plot frame at the knee's x, boxed: where no data can be."""
+    top.annotate(
+        _literal(text),
+        xy=(knee, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(0, 5),
+        textcoords="offset points",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        bbox={"boxstyle": "round,pad=0.25", "facecolor": "white", "edgecolor": "black"},
+        annotation_clip=False,
+    )
 
 
 def latency_distribution(
     series: Mapping[str, Sequence[tuple[float, float]]],
     stem: Path,
     title: str = "Task latency by percentile",
+    *,
+    ylabel: str = "latency (ms)",
 ) -> list[Path]:
     """HDR-style latency by percentile: per run label, (percentile in [0, 100), seconds) points
-    as one line, on x = 1/(1 - p/100) (log axis labelled 0%, 90%, 99%, ...), y in ms."""
+    as one line, on x = 1/(1 - p/100) (log axis labelled 0%, 90%, 99%, ...), y in ms. The
+    same chart serves TTFT and ITL (``title``, ``ylabel``)."""
     labels = list(series)
     fig, ax = plt.subplots(figsize=(9, 4.5 + _legend_height(9, labels)), layout="constrained")
     ax.set_title(_literal(title))
@@ -278,7 +355,7 @@ def latency_distribution(
     ax.set_xticks(ticks, tick_labels)
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("percentile")
-    ax.set_ylabel("latency (ms)")
+    ax.set_ylabel(_literal(ylabel))
     ax.set_ylim(bottom=0)
     ax.grid(True, which="major", alpha=0.3)
     if not ax.lines:
@@ -324,35 +401,68 @@ def throughput_errors(
     throttle_rate: Sequence[float | None],
     stem: Path,
 ) -> list[Path]:
-    """Two panels: throughput per run (tasks/s; median bar, min–max whiskers), and error and
-    429 rates per run (fractions of tasks, drawn in %). Sequences align with ``labels``; None
-    draws no bar and notes "n/a"."""
+    """Throughput per run (tasks/s; median bar, min–max whiskers), and beside it errors (% of
+    tasks) and 429 answers (per 100 tasks) per run, drawn only when some run had any: a panel
+    of zero-height bars says nothing, so the title says "no errors or 429 answers" instead.
+    Sequences align with ``labels``; None draws no bar and notes "n/a"."""
     rows = list(zip(labels, throughput, error_rate, throttle_rate, strict=True))
-    fig, (left, right) = plt.subplots(
+    rated = any(err or thr for _, _, err, thr in rows)
+    fig, panels = plt.subplots(
         1,
-        2,
-        figsize=(10, 4.2 + _legend_height(10, labels)),
+        2 if rated else 1,
+        figsize=(10 if rated else 6, 4.2 + _legend_height(10 if rated else 6, labels)),
         layout="constrained",
-        width_ratios=[1, 2],
+        width_ratios=[1, 2] if rated else None,
+        squeeze=False,
     )
-    fig.suptitle("Throughput, errors and 429s")
+    left = panels[0, 0]
+    known = any(err is not None or thr is not None for _, _, err, thr in rows)
+    if rated:
+        fig.suptitle("Throughput, errors and 429s")
+    else:
+        fig.suptitle("Throughput (no errors or 429 answers in any run)" if known else "Throughput")
     done, missing = _bars(left, [[tp] for _, tp, _, _ in rows], whiskers=True, gid="throughput")
     left.set_xticks([0], ["throughput"])
     left.set_ylabel("tasks/s (median, whiskers: min–max)")
-    rates = [[_plain(err, 100), _plain(thr, 100)] for _, _, err, thr in rows]
-    shown, gaps = _bars(right, rates, gid="rate")
-    for container in shown.values():
-        right.bar_label(container, fmt="{:.1f}", fontsize=7, padding=1)
-    right.set_xticks([0, 1], ["errors (% of tasks)", "429 answers (per 100 tasks)"])
-    right.set_ylabel("% of tasks / per 100 tasks")
-    for ax, drawn, absent in ((left, done, missing), (right, shown, gaps)):
+    drawn = [(left, done, missing)]
+    if rated:
+        right = panels[0, 1]
+        rates = [[_plain(err, 100), _plain(thr, 100)] for _, _, err, thr in rows]
+        shown, gaps = _bars(right, rates, gid="rate")
+        for container in shown.values():
+            right.bar_label(container, fmt="{:.1f}", fontsize=7, padding=1)
+        right.set_xticks([0, 1], ["errors (% of tasks)", "429 answers (per 100 tasks)"])
+        right.set_ylabel("% of tasks / 429s per 100 tasks")
+        drawn.append((right, shown, gaps))
+    for ax, bars, absent in drawn:
         ax.set_xlim(-0.5, len(ax.get_xticks()) - 0.5)
         ax.set_ylim(bottom=0)
         ax.grid(True, axis="y", alpha=0.3)
         for _, at in absent:
             ax.text(at, 0.02, "n/a", transform=ax.get_xaxis_transform(), ha="center", fontsize=7)
-        if not drawn:
+        if not bars:
             _no_data(ax)
+    _legend(fig, labels, "patch")
+    return _save(fig, stem)
+
+
+def tokens_per_second(
+    labels: Sequence[str], values: Sequence[tuple[float, float, float] | None], stem: Path
+) -> list[Path]:
+    """Output tokens per second per run label (median across its runs, min–max whiskers);
+    None draws no bar and notes "n/a". SVG ids ``tokens-r<run>-c0``."""
+    fig, ax = plt.subplots(figsize=(6, 4.2 + _legend_height(6, labels)), layout="constrained")
+    ax.set_title("Output tokens per second")
+    drawn, missing = _bars(ax, [[v] for v in values], whiskers=True, gid="tokens")
+    ax.set_xticks([0], ["output tokens/s"])
+    ax.set_xlim(-0.5, 0.5)
+    ax.set_ylabel("tokens/s (median across runs, whiskers: min–max)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, axis="y", alpha=0.3)
+    for _, at in missing:
+        ax.text(at, 0.02, "n/a", transform=ax.get_xaxis_transform(), ha="center", fontsize=7)
+    if not drawn:
+        _no_data(ax)
     _legend(fig, labels, "patch")
     return _save(fig, stem)
 
@@ -429,3 +539,202 @@ def adaptive_timeline(
         _no_data(ax)
     _legend(fig, labels, "line")
     return _save(fig, stem)
+
+
+class TimeSlot(NamedTuple):
+    """One slot of a run's timeline: its start and width (seconds since the session began),
+    whether it holds warmup tasks, how many tasks ended in it, and their P50 and P95 latency
+    (seconds; None when none of them succeeded)."""
+
+    t: float
+    width: float
+    warmup: bool
+    tasks: int
+    p50: float | None
+    p95: float | None
+
+
+def latency_timeline(series: Mapping[str, Sequence[TimeSlot]], stem: Path) -> list[Path]:
+    """Latency over time within each run label (P95 solid, P50 dashed, in ms) above the tasks
+    finished per second, warmup slots shaded in the label's colour, so a cold start or a
+    slowdown late in a run shows where averages would hide it. SVG ids: ``p95-r<run>``,
+    ``p50-r<run>``, ``done-r<run>`` and ``warmup-r<run>``."""
+    labels = list(series)
+    fig, (top, bottom) = plt.subplots(
+        2,
+        1,
+        figsize=(9, 5.6 + _legend_height(9, labels)),
+        sharex=True,
+        layout="constrained",
+        height_ratios=[2, 1],
+    )
+    top.set_title("Latency over time (shaded: warmup)")
+    for i, label in enumerate(labels):
+        slots = sorted(series[label], key=lambda s: (s.t, not s.warmup))
+        if not slots:
+            continue
+        xs = [s.t + s.width / 2 for s in slots]
+        style: dict[str, Any] = {
+            "color": _colour(i),
+            "linewidth": _line_width(i, len(labels)),
+            "marker": "o" if len(slots) <= 25 else None,
+            "markersize": 3,
+        }
+        _series(top, xs, [_ms(s.p95) for s in slots], f"p95-r{i}", **style)
+        _series(top, xs, [_ms(s.p50) for s in slots], f"p50-r{i}", "--", **style)
+        _series(bottom, xs, [s.tasks / s.width for s in slots], f"done-r{i}", **style)
+        warm = [s for s in slots if s.warmup]
+        if warm:  # warmup passes come first and back to back: one span covers them
+            span = top.axvspan(warm[0].t, warm[-1].t + warm[-1].width, color=_colour(i), alpha=0.12)
+            span.set_gid(f"warmup-r{i}")
+    top.set_ylabel("latency (ms; solid P95, dashed P50)")
+    top.set_ylim(bottom=0)
+    bottom.set_ylabel("tasks finished/s")
+    bottom.set_ylim(bottom=0)
+    bottom.set_xlabel("seconds since the run started (warmup passes first)")
+    for ax in (top, bottom):
+        ax.set_xlim(left=0)
+        ax.grid(True, alpha=0.3)
+    if not top.lines:
+        _no_data(top)
+        _no_data(bottom)
+    _legend(fig, labels, "line")
+    return _save(fig, stem)
+
+
+def _ms(seconds: float | None) -> float:
+    return math.nan if seconds is None else 1e3 * seconds
+
+
+class Change(NamedTuple):
+    """One metric's change, candidate against baseline: the point (the change of the medians),
+    its interval, the bar a change must pass to count (drawn ±), and the comparison's verdict
+    ("regression", "improvement", "inconclusive" or "pass")."""
+
+    label: str
+    change: float
+    low: float
+    high: float
+    bar: float
+    verdict: str
+
+
+# What regressed stands out: red; improvements green; inconclusive grey, hollow; a pass dark.
+VERDICT_COLOURS = {
+    "regression": "#d62728",
+    "improvement": "#2ca02c",
+    "inconclusive": "#8c8c8c",
+    "pass": "#404040",
+}
+_VERDICT_NAMES = {
+    "regression": "regression",
+    "improvement": "improvement",
+    "inconclusive": "inconclusive (needs more runs)",
+    "pass": "no change that counts",
+}
+
+
+def change_forest(
+    relative: Sequence[Change],
+    points: Sequence[Change],
+    stem: Path,
+    *,
+    title: str = "Change per metric",
+    interval: str = "interval",
+) -> list[Path]:
+    """A forest plot of per-metric changes: each metric a row with its change as a dot and
+    ``interval`` as a line through it, on a grey band of ± its bar (inside the band a change
+    does not count), coloured by verdict. ``relative`` changes are fractions (drawn in %);
+    ``points`` (error and 429 rates) are in percentage points, in a panel of their own, drawn
+    only when given. SVG ids: ``change-c<j>`` (the dot), ``change-interval-c<j>`` and
+    ``change-band-c<j>``; ``points-`` in place of ``change-`` in the second panel."""
+    groups = [
+        (rows, scale, prefix)
+        for rows, scale, prefix in ((relative, 100.0, "change"), (points, 1.0, "points"))
+        if rows
+    ]
+    heights = [max(len(rows), 1) * 0.42 + 0.9 for rows, _, _ in groups] or [2.0]
+    fig, axes = plt.subplots(
+        len(heights),
+        1,
+        figsize=(9, sum(heights) + 1.3),
+        layout="constrained",
+        height_ratios=heights,
+        squeeze=False,
+    )
+    fig.suptitle(_literal(title))
+    for ax, (rows, scale, prefix) in zip(axes[:, 0], groups, strict=False):
+        _forest(ax, rows, scale, prefix)
+        unit = "%" if prefix == "change" else " pts"
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _, u=unit: f"{x:+g}{u}"))
+        ax.set_xlabel(
+            "change of the candidate's median (%)"
+            if prefix == "change"
+            else "change in points (errors: % of tasks; 429 answers: per 100 tasks)"
+        )
+    if not groups:
+        _no_data(axes[0, 0])
+    axes[0, 0].set_title(
+        f"dot: change of the median; line: {_literal(interval)}; "
+        "grey band: ± the change that counts (threshold or noise)",
+        fontsize=9,
+        color="dimgray",
+    )
+    shown = [
+        v for v in VERDICT_COLOURS if any(r.verdict == v for rows, _, _ in groups for r in rows)
+    ]
+    handles: list[Artist] = [
+        Line2D(
+            [],
+            [],
+            color=VERDICT_COLOURS[v],
+            marker="o",
+            linewidth=2,
+            markerfacecolor="white" if v == "inconclusive" else VERDICT_COLOURS[v],
+        )
+        for v in shown
+    ]
+    names = [_VERDICT_NAMES[v] for v in shown]
+    fig.legend(handles, names, loc="outside lower center", ncols=2, fontsize=9, frameon=False)
+    return _save(fig, stem)
+
+
+def _forest(ax: Axes, rows: Sequence[Change], scale: float, prefix: str) -> None:
+    """The rows top to bottom; x limits symmetric about 0 so a change's sign reads at once."""
+    reach = 0.0
+    for j, row in enumerate(rows):
+        colour = VERDICT_COLOURS.get(row.verdict, VERDICT_COLOURS["pass"])
+        mid, low, high, bar = (scale * v for v in (row.change, row.low, row.high, row.bar))
+        if bar > 0:
+            band = ax.barh(j, 2 * bar, left=-bar, height=0.7, color="#e6e6e6", zorder=1)
+            band.patches[0].set_gid(f"{prefix}-band-c{j}")
+        segment = ax.hlines(j, low, high, color=colour, linewidth=2.2, zorder=3)
+        segment.set_gid(f"{prefix}-interval-c{j}")
+        hollow = row.verdict == "inconclusive"
+        (dot,) = ax.plot(
+            [mid],
+            [j],
+            marker="o",
+            markersize=7,
+            color=colour,
+            zorder=4,
+            markerfacecolor="white" if hollow else colour,
+            linestyle="none",
+        )
+        dot.set_gid(f"{prefix}-c{j}")
+        ax.annotate(
+            f"{mid:+.1f}{'%' if prefix == 'change' else ' pts'}",
+            (high, j),
+            xytext=(5, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+            color=colour,
+        )
+        reach = max(reach, abs(low), abs(high), bar)
+    reach = 1.25 * reach or 1.0
+    ax.set_xlim(-reach, reach * 1.15)  # room on the right for the value labels
+    ax.axvline(0, color="black", linewidth=0.8, zorder=2)
+    ax.set_yticks(range(len(rows)), [_literal(r.label) for r in rows], fontsize=9)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first metric on top
+    ax.grid(True, axis="x", alpha=0.3)

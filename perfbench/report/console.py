@@ -2,19 +2,107 @@
 
 Per-case and per-language tables show distributions pooled over all measured runs (enough
 tasks for a stddev even at ``--repeat 1``); the per-run table and the overview show how much the
-runs differ, which is what a release comparison tests."""
+runs differ, which is what a release comparison tests.
+
+Every table is a ``Grid``: one rich table when it fits the terminal, else split into tables of
+as many figure columns as fit, each repeating the identifying columns (case, language, tag,
+run). Left to itself, rich squeezes a table into the terminal by shrinking its one wrappable
+column to nothing (the per-language cost table lost its language column at 100 columns) and
+cutting numbers to "…"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from perfbench.report.format import dollars, ms, number, seconds
 
 PCTS = ("p50", "p95", "p99")
+Cell = str | Text
+UNBOUNDED = 10_000  # a width no table reaches: to measure a table's natural width
+
+
+@dataclass
+class Grid:
+    """A table as data, laid out when printed, at the console's width. ``keys`` are the
+    identifying columns (left, never wrapped, in every part), ``values`` the figure columns
+    (right-aligned)."""
+
+    title: str
+    keys: list[str]
+    values: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+    sections: set[int] = field(default_factory=set)  # a rule above these rows
+    caption: str | None = None
+    more: str | None = None  # the title of the parts after the first
+
+    def add_row(self, *cells: Cell) -> None:
+        self.rows.append(list(cells))
+
+    def add_section(self) -> None:
+        self.sections.add(len(self.rows))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.tables(console, options.max_width)
+
+    def tables(self, console: Console, width: int) -> list[Table]:
+        """As few tables as fit ``width``, the figure columns in order and shared out evenly
+        (a split of 7 and 1 columns reads worse than 4 and 4)."""
+        parts = self._greedy(console, width)
+        even = _even(len(self.values), len(parts))
+        if all(self._width(console, part) <= width for part in even):
+            parts = even
+        more = self.more or f"{self.title}, continued"
+        last = len(parts) - 1
+        return [
+            self._table(part, self.title if n == 0 else more, n == last)
+            for n, part in enumerate(parts)
+        ]
+
+    def _greedy(self, console: Console, width: int) -> list[list[int]]:
+        parts: list[list[int]] = [[]]
+        for i in range(len(self.values)):
+            if parts[-1] and self._width(console, [*parts[-1], i]) > width:
+                parts.append([])
+            parts[-1].append(i)
+        return parts
+
+    def _width(self, console: Console, columns: Sequence[int]) -> int:
+        table = self._table(columns, None, False)
+        return Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum
+
+    def _table(self, columns: Sequence[int], title: str | None, last: bool) -> Table:
+        table = Table(title=title, title_justify="left")
+        for key in self.keys:
+            table.add_column(key, no_wrap=True)
+        for i in columns:
+            table.add_column(self.values[i], justify="right", no_wrap=True)
+        if last and self.caption:
+            table.caption, table.caption_justify = self.caption, "left"
+        width = len(self.keys)
+        for n, row in enumerate(self.rows):
+            if n in self.sections:
+                table.add_section()
+            table.add_row(*row[:width], *(row[width + i] for i in columns))
+        return table
+
+
+def _even(count: int, parts: int) -> list[list[int]]:
+    """``count`` column indices in ``parts`` runs of (nearly) equal length."""
+    size, extra = divmod(count, parts)
+    out: list[list[int]] = []
+    start = 0
+    for n in range(parts):
+        end = start + size + (1 if n < extra else 0)
+        out.append(list(range(start, end)))
+        start = end
+    return out
 
 
 def _dist(metrics: Mapping[str, Any], name: str, key: str) -> float | None:
@@ -28,23 +116,18 @@ def _latency_cells(m: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def _header(table: Table, first: list[str]) -> None:
-    for col in first:
-        table.add_column(col, no_wrap=True)
-    for col in ("ok/tasks", "P50", "P95", "P99", "sd", "TTFT50", "tok out"):
-        table.add_column(col, justify="right", no_wrap=True)
+FIGURES = ["ok/tasks", "P50", "P95", "P99", "sd", "TTFT50", "tok out"]
 
 
 def _row_tail(m: Mapping[str, Any]) -> list[str]:
     return [f"{m['ok']}/{m['tasks']}", *_latency_cells(m), number(m.get("tokens_out"), 0)]
 
 
-def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
+def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
     """One row per case, all measured runs pooled; times in milliseconds."""
     pooled = summary["pooled"]
     runs = len(summary["runs"])
-    table = Table(title=f"Per case, {runs} runs pooled (ms)", title_justify="left")
-    _header(table, ["case", "lang", "tools"])
+    table = Grid(f"Per case, {runs} runs pooled (ms)", ["case", "lang", "tools"], FIGURES)
     for case in meta["suite"]["cases"]:
         m = pooled["cases"].get(case["id"])
         if m is not None:
@@ -54,10 +137,8 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Table:
     return table
 
 
-def language_table(summary: Mapping[str, Any]) -> Table:
-    table = Table(title="Per language, runs pooled (ms)", title_justify="left")
-    _header(table, ["lang"])
-    table.add_column("tok in", justify="right")
+def language_table(summary: Mapping[str, Any]) -> Grid:
+    table = Grid("Per language, runs pooled (ms)", ["lang"], [*FIGURES, "tok in"])
     for lang, m in summary["pooled"]["languages"].items():
         table.add_row(lang, *_row_tail(m), _tokens(m, "tokens_in"))
     _estimate_note(table, summary["pooled"]["languages"].values())
@@ -77,15 +158,14 @@ def _dollars(m: Mapping[str, Any], key: str) -> str:
     return shown + EST if m.get("tokens_estimated") and m.get(key) is not None else shown
 
 
-def _estimate_note(table: Table, scopes: Iterable[Mapping[str, Any]]) -> None:
+def _estimate_note(table: Grid, scopes: Iterable[Mapping[str, Any]]) -> None:
     if any(m.get("tokens_estimated") for m in scopes):
         table.caption = "(est.): the API reported no usage; tokens counted offline, a proxy"
-        table.caption_justify = "left"
 
 
 def cost_table(
     summary: Mapping[str, Any], meta: Mapping[str, Any], scope: str = "languages"
-) -> Table:
+) -> Grid:
     """Tokens and cost per language (or per tag), runs pooled: the same prompt costs different
     tokens in different languages and on different tokenizers."""
     prices = meta.get("prices") or {}
@@ -95,21 +175,11 @@ def cost_table(
     if served:  # what answered is priced, not only what was asked
         note += "; answered by " + ", ".join(f"{k} ({n} tasks)" for k, n in served.items())
     what = "language" if scope == "languages" else "tag"
-    table = Table(title=f"Tokens and cost per {what} (priced as {ref}{note})", title_justify="left")
-    table.add_column("lang" if scope == "languages" else "tag")
-    for col in (
-        "tasks",
-        "chars in",
-        "tok in",
-        "tok out",
-        "tok/100ch",
-        "$/task",
-        "$/1k ch",
-        "P50 ms",
-        "P95 ms",
-        "usage/est",
-    ):
-        table.add_column(col, justify="right", no_wrap=True)
+    columns = ["tasks", "chars in", "tok in", "tok out", "tok/100ch", "$/task", "$/1k ch"]
+    columns += ["P50 ms", "P95 ms", "usage/est"]
+    key = "lang" if scope == "languages" else "tag"
+    title = f"Tokens and cost per {what}"
+    table = Grid(f"{title} (priced as {ref}{note})", [key], columns, more=f"{title}, continued")
     for key, m in summary["pooled"].get(scope, {}).items():
         table.add_row(
             key,
@@ -142,12 +212,13 @@ def failure_table(summary: Mapping[str, Any]) -> Table | None:
     return table
 
 
-def run_table(summary: Mapping[str, Any]) -> Table:
+def run_table(summary: Mapping[str, Any]) -> Grid:
     """One row per measured run, then the median across runs: the release gate's view."""
-    table = Table(title="Per run (ms); the median row is what compare uses", title_justify="left")
-    table.add_column("run", no_wrap=True)
-    for col in ("ok/tasks", "P50", "P95", "P99", "mean", "tasks/s", "tok/s"):
-        table.add_column(col, justify="right", no_wrap=True)
+    table = Grid(
+        "Per run (ms); the median row is what compare uses",
+        ["run"],
+        ["ok/tasks", "P50", "P95", "P99", "mean", "tasks/s", "tok/s"],
+    )
     for r in summary["runs"]:
         m = r["overall"]
         table.add_row(

@@ -22,7 +22,9 @@ from hdrh.histogram import HdrHistogram
 from perfbench import store
 from perfbench.errors import StoreError
 from perfbench.report import charts, html, release_md
-from perfbench.stats.compare import Comparison, Rules, compare
+from perfbench.report.format import TITLES
+from perfbench.stats import interval
+from perfbench.stats.compare import Comparison, Row, Rules, compare
 from perfbench.stats.histogram import US, decode, new_hdr
 from perfbench.stats.summary import Summary
 from perfbench.store.documents import Meta
@@ -89,8 +91,11 @@ def build(
     except OSError as exc:
         raise StoreError(f"{out}: cannot create the report folder: {exc.strerror}") from None
     ordered = ([baseline] if baseline is not None else []) + [r for r in runs if r is not baseline]
+    rules = rules or Rules()
+    comparisons = _comparisons(baseline, ordered[1:], rules)
     try:
         figures = _draw(ordered, out)
+        figures.update(_draw_changes(comparisons, baseline, rules, out))
         sweeps = _sweeps(ordered, out)
     except OSError as exc:  # a full disk, a folder made read-only
         raise StoreError(f"{out}: cannot write the report: {exc.strerror or exc}") from exc
@@ -98,7 +103,7 @@ def build(
         [_view(r) for r in ordered],
         baseline.name if baseline is not None else None,
         figures,
-        _comparisons(baseline, ordered[1:], rules or Rules()),
+        comparisons,
         sweeps,
     )
     charts_used = [*figures.values(), *(chart for chart, _ in sweeps if chart)]
@@ -152,20 +157,22 @@ def _view(run: RunData) -> release_md.RunView:
 
 
 def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:
-    """Every chart the runs have data for, by name → file name of its PNG."""
+    """Every chart the runs have data for, by name → file name of its PNG. A chart with
+    nothing to show (no streamed task for TTFT, no price, old summaries without a timeline)
+    is left out, never drawn empty."""
+    figures: dict[str, str] = {}
+    _distributions(runs, out, figures)
+    _draw_timeline(runs, out, figures)
     names = [r.name for r in runs]
     across = [r.summary["across_runs"] for r in runs]
-    figures: dict[str, str] = {}
-    curves = {r.name: latency_curve(r.summary) for r in runs}
-    charts.latency_distribution(curves, out / "latency")
-    figures["latency"] = "latency.png"
     cases = sorted({c for a in across for c in a["cases"]})
     per_case = {
         name: {c: _triple(a["cases"].get(c, {}).get("latency.p95")) for c in cases}
         for name, a in zip(names, across, strict=True)
     }
-    charts.case_bars(cases, per_case, out / "cases", metric="P95")
-    figures["cases"] = "cases.png"
+    if cases:
+        charts.case_bars(cases, per_case, out / "cases", metric="P95")
+        figures["cases"] = "cases.png"
     charts.throughput_errors(
         names,
         [_triple(a["overall"].get("throughput")) for a in across],
@@ -174,23 +181,148 @@ def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:
         out / "throughput",
     )
     figures["throughput"] = "throughput.png"
-    languages = sorted({lang for a in across for lang in a["languages"]})
-    cost = {
-        name: {
-            lang: _median(a["languages"].get(lang, {}).get("cost_per_task")) for lang in languages
-        }
-        for name, a in zip(names, across, strict=True)
-    }
-    if any(v is not None for per in cost.values() for v in per.values()):
-        simulated = any(str(r.meta.get("target", "")).startswith("mock") for r in runs)
-        note = "simulated model; prices borrowed from the models it imitates" if simulated else None
-        charts.language_cost(languages, cost, out / "cost", note=note)
-        figures["cost"] = "cost.png"
+    tokens = [_triple(a["overall"].get("output_tokens_per_s")) for a in across]
+    if any(t and t[0] for t in tokens):
+        charts.tokens_per_second(names, tokens, out / "tokens")
+        figures["tokens"] = "tokens.png"
+    _draw_cost(runs, out, figures)
     history = {r.name: r.summary["adaptive"]["history"] for r in runs if r.summary.get("adaptive")}
     if history:
         charts.adaptive_timeline(history, out / "adaptive")
         figures["adaptive"] = "adaptive.png"
     return figures
+
+
+# name → (histogram kind, title, y axis) of the percentile charts, in the report's order.
+DISTRIBUTIONS = {
+    "latency": ("latency", "Task latency by percentile", "latency (ms)"),
+    "ttft": ("ttft", "Time to first token by percentile", "TTFT (ms)"),
+    "itl": ("itl", "Inter-token latency by percentile (per task: its mean gap)", "ITL (ms)"),
+}
+
+
+def _distributions(runs: Sequence[RunData], out: Path, figures: dict[str, str]) -> None:
+    """Latency, TTFT and ITL by percentile, each from the histograms the summaries stored (a
+    run of a non-streaming target has no TTFT; summaries before ITL was recorded, no ITL)."""
+    for name, (kind, title, ylabel) in DISTRIBUTIONS.items():
+        curves = {r.name: latency_curve(r.summary, kind) for r in runs}
+        if any(curves.values()):
+            charts.latency_distribution(curves, out / name, title, ylabel=ylabel)
+            figures[name] = f"{name}.png"
+
+
+def _draw_cost(runs: Sequence[RunData], out: Path, figures: dict[str, str]) -> None:
+    across = [r.summary["across_runs"] for r in runs]
+    languages = sorted({lang for a in across for lang in a["languages"]})
+    cost = {
+        r.name: {
+            lang: _median(a["languages"].get(lang, {}).get("cost_per_task")) for lang in languages
+        }
+        for r, a in zip(runs, across, strict=True)
+    }
+    if any(v for per in cost.values() for v in per.values()):  # None: unpriced; 0: free
+        simulated = any(str(r.meta.get("target", "")).startswith("mock") for r in runs)
+        note = "simulated model; prices borrowed from the models it imitates" if simulated else None
+        charts.language_cost(languages, cost, out / "cost", note=note)
+        figures["cost"] = "cost.png"
+
+
+def timeline_slots(summary: Mapping[str, Any]) -> list[charts.TimeSlot]:
+    """summary.json's ``timeline`` as chart slots; none for a summary written before it was
+    recorded (or one whose timeline is not the shape this code writes)."""
+    timeline = summary.get("timeline")
+    if not isinstance(timeline, Mapping):
+        return []
+    width = timeline.get("bucket_s")
+    buckets = timeline.get("buckets")
+    if not isinstance(width, int | float) or width <= 0 or not isinstance(buckets, list):
+        return []
+    try:
+        return [_slot(b, float(width)) for b in buckets]
+    except (KeyError, TypeError, ValueError):
+        return []
+
+
+def _slot(bucket: Mapping[str, Any], width: float) -> charts.TimeSlot:
+    p50, p95 = bucket.get("p50"), bucket.get("p95")
+    return charts.TimeSlot(
+        float(bucket["t"]),
+        width,
+        bucket["phase"] == "warmup",
+        int(bucket["tasks"]),
+        None if p50 is None else float(p50),
+        None if p95 is None else float(p95),
+    )
+
+
+def _draw_timeline(runs: Sequence[RunData], out: Path, figures: dict[str, str]) -> None:
+    series = {r.name: timeline_slots(r.summary) for r in runs}
+    if any(series.values()):
+        charts.latency_timeline(series, out / "timeline")
+        figures["timeline"] = "timeline.png"
+
+
+RATE_LABELS = {"error_rate": "error rate (% of tasks)", "rate_429": "429 answers (per 100 tasks)"}
+
+
+def _draw_changes(
+    comparisons: Sequence[tuple[str, release_md.RunView, Comparison]],
+    baseline: RunData | None,
+    rules: Rules,
+    out: Path,
+) -> dict[str, str]:
+    """Per candidate, the forest of its overall changes against the baseline."""
+    figures: dict[str, str] = {}
+    for index, (name, _, result) in enumerate(comparisons):
+        relative, points = change_rows(result, rules)
+        if not relative and not points:
+            continue
+        key = release_md.changes_key(index)
+        charts.change_forest(
+            relative,
+            points,
+            out / key,
+            title=f"Change per metric: {name} against {baseline.name if baseline else '?'}",
+            interval=f"{100 * (1 - 2 * result.alpha):g}% interval",
+        )
+        figures[key] = f"{key}.png"
+    return figures
+
+
+def change_rows(
+    result: Comparison, rules: Rules
+) -> tuple[list[charts.Change], list[charts.Change]]:
+    """The overall rows of a comparison as the change chart draws them: relative changes of
+    the medians (fractions), and error and 429 rates in points (near zero a ratio means
+    nothing), the latter only when some run of either side had any."""
+    relative: list[charts.Change] = []
+    points: list[charts.Change] = []
+    for row in result.rows:
+        if row.scope != "overall" or row.baseline is None or row.candidate is None:
+            continue
+        label = TITLES.get(row.metric, row.metric) + ("" if row.gated else " (not gated)")
+        base, cand = row.baseline.values, row.candidate.values
+        low, high = interval.shift_interval(base, cand, result.alpha)
+        if row.metric in RATE_LABELS:
+            if any(base) or any(cand):
+                label = RATE_LABELS[row.metric] + ("" if row.gated else " (not gated)")
+                floor = 100 * rules.metric(row.metric).floor
+                mid = 100 * (row.candidate.median - row.baseline.median)
+                points.append(
+                    charts.Change(label, mid, 100 * low, 100 * high, floor, _verdict(row))
+                )
+        elif row.change is not None:
+            scale = abs(row.baseline.median)
+            relative.append(
+                charts.Change(
+                    label, row.change, low / scale, high / scale, row.bar or 0.0, _verdict(row)
+                )
+            )
+    return relative, points
+
+
+def _verdict(row: Row) -> str:
+    return row.verdict if row.verdict in charts.VERDICT_COLOURS else "pass"
 
 
 def _triple(entry: Mapping[str, Any] | None) -> tuple[float, float, float] | None:

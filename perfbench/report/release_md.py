@@ -5,6 +5,7 @@ relative, so a report folder can be moved or committed as it is."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,16 +42,27 @@ def report(
     parts += verdict(baseline, comparisons, runs)
     parts += ["", "## Runs", "", _runs_table(runs, baseline)]
     parts += _relative(runs, baseline)
+    for index, (name, _, result) in enumerate(comparisons):
+        parts += _changes(figures, index, f"{name} against {baseline}", result.alpha)
     parts += _section("Latency distribution (tasks, all runs pooled)", _percentile_table(runs))
-    parts += _chart(figures, "latency", "task latency by percentile, per run")
+    parts += _chart(figures, "latency", "task latency by percentile, per run", CAPTIONS["latency"])
+    parts += _distribution(figures, runs, "ttft", "Time to first token (tasks, all runs pooled)")
+    parts += _distribution(
+        figures, runs, "itl", "Inter-token latency (each task's mean gap, all runs pooled)"
+    )
+    if "timeline" in figures:
+        parts += _section("Latency over time (warmup included)", _timeline_table(runs))
+        parts += _chart(figures, "timeline", "latency over time", CAPTIONS["timeline"])
     parts += _section("P95 latency per case (median across runs, min–max)", _case_table(runs))
-    parts += _chart(figures, "cases", "P95 latency per case, per run")
+    parts += _chart(figures, "cases", "P95 latency per case, per run", CAPTIONS["cases"])
     parts += _section("Throughput and errors", _throughput_table(runs))
-    parts += _chart(figures, "throughput", "throughput, error and 429 rates, per run")
+    what = "throughput (and error and 429 rates when any run had some), per run"
+    parts += _chart(figures, "throughput", what, CAPTIONS["throughput"])
+    parts += _chart(figures, "tokens", "output tokens per second, per run", CAPTIONS["tokens"])
     parts += _section("Tokens and cost per language", _language_table(runs))
-    parts += _chart(figures, "cost", "cost per task by language, per run")
+    parts += _chart(figures, "cost", "cost per task by language, per run", CAPTIONS["cost"])
     if "cost" not in figures:
-        parts += ["No chart: no run has prices for its model (see `--prices`).", ""]
+        parts += ["No chart: no run has a non-zero price for its model (see `--prices`).", ""]
     if "adaptive" in figures:
         parts += _section("Adaptive concurrency limit over time", _adaptive_table(runs))
         parts += _chart(figures, "adaptive", "the adaptive concurrency limit over time")
@@ -179,14 +191,82 @@ def _section(title: str, numbers: str) -> list[str]:
     return ["", f"## {title}", "", numbers, ""]
 
 
-def _chart(figures: Mapping[str, str], key: str, what: str) -> list[str]:
-    """The chart after its table; the alt text says the table holds its numbers, which is what
-    a reader sees where the relative image does not load."""
+def _chart(
+    figures: Mapping[str, str],
+    key: str,
+    what: str,
+    caption: str = "",
+    numbers: str = "the table above",
+) -> list[str]:
+    """The chart after its table, with a sentence on how to read it; the alt text says where
+    its numbers are, which is what a reader sees where the relative image does not load."""
     if key not in figures:
         return []
     stem = figures[key].removesuffix(".png")
-    image = f"![Chart: {what} (numbers in the table above)]({figures[key]})"
-    return [image, "", f"[SVG]({stem}.svg)"]
+    image = f"![Chart: {what} (numbers in {numbers})]({figures[key]})"
+    return [*([caption, ""] if caption else []), image, "", f"[SVG]({stem}.svg)"]
+
+
+# One sentence per chart: what it shows and how to read it.
+CAPTIONS = {
+    "latency": "Each line is a run's task latency at a percentile; further right is rarer, so "
+    "a line that lifts only at the right is a tail problem, one that lifts everywhere a "
+    "general slowdown.",
+    "ttft": "Time from each task's first model request to its first token, by percentile: "
+    "what a user waits before anything streams; a gap between lines at the left is a slower "
+    "start for most tasks.",
+    "itl": "Each streamed task's mean gap between token chunks, by percentile: how fast the "
+    "answer streams once it has started (higher means slower streaming).",
+    "timeline": "P95 (solid) and P50 (dashed) latency of the tasks that ended in each time "
+    "slot, with the tasks finished per second below; the shaded start is warmup, so a cold "
+    "start shows as a peak there and a drift within the measured runs as a slope after it.",
+    "cases": "One bar per run for each case (median P95 across its runs, whiskers min–max): "
+    "the longest bars and the cases where one run's bar outgrows the others' are where to "
+    "look.",
+    "throughput": "Successful tasks per second per run (median across its runs, whiskers "
+    "min–max), beside its errors and 429 answers when any run had some; taller is better for "
+    "throughput, worse for the rates.",
+    "tokens": "Output tokens per second per run (median across its runs, whiskers min–max): "
+    "the generation rate the target sustained; taller is better.",
+    "cost": "Cost per task for each language, one bar per run; a language's bar tells what "
+    "its tokenizer costs for the same prompt.",
+}
+
+
+def changes_key(index: int) -> str:
+    """The figure name of the change chart of the ``index``-th comparison."""
+    return "changes" if index == 0 else f"changes-{index + 1}"
+
+
+def _changes(figures: Mapping[str, str], index: int, sides: str, alpha: float) -> list[str]:
+    """A candidate's forest of changes: right after the runs, so what moved is seen first."""
+    key = changes_key(index)
+    if key not in figures:
+        return []
+    caption = (
+        f"Each metric's change of the median (the dot) with its {100 * (1 - 2 * alpha):g}% "
+        "interval (the line: the Hodges-Lehmann interval of the shift between run-level "
+        "values, which goes with the test the gate runs) on a grey band of the change that "
+        "counts (its threshold or the runs' noise); red regressed, green improved, hollow grey "
+        "needs more runs to tell, dark grey did not move beyond what counts. Error and 429 "
+        "rates are in points, in a panel of their own when any run had some."
+    )
+    numbers = "the verdict table and the comparison below"
+    what = f"change per metric, {sides}"
+    return ["", f"## Change per metric: {sides}", "", *_chart(figures, key, what, caption, numbers)]
+
+
+def _distribution(
+    figures: Mapping[str, str], runs: Sequence[RunView], kind: str, title: str
+) -> list[str]:
+    if kind not in figures:
+        return []
+    what = f"{TITLES_BY_KIND[kind]} by percentile, per run"
+    table_text = _percentile_table(runs, kind)
+    return [*_section(title, table_text), *_chart(figures, kind, what, CAPTIONS[kind])]
+
+
+TITLES_BY_KIND = {"latency": "task latency", "ttft": "time to first token", "itl": "ITL"}
 
 
 def _overall_median(view: RunView, path: str) -> Spread | None:
@@ -239,11 +319,11 @@ def _relative(runs: Sequence[RunView], baseline: str | None) -> list[str]:
     ]
 
 
-def _percentile_table(runs: Sequence[RunView]) -> str:
+def _percentile_table(runs: Sequence[RunView], kind: str = "latency") -> str:
     keys = ("p50", "p90", "p95", "p99", "p99_9", "max")
     rows = []
     for v in runs:
-        dist = v.summary["pooled"]["overall"].get("latency") or {}
+        dist = v.summary["pooled"]["overall"].get(kind) or {}
         rows.append([v.name, str(dist.get("n", 0)), *(quantity(dist.get(k), "s") for k in keys)])
     header = ("Run", "n", "P50", "P90", "P95", "P99", "P99.9", "max")
     return table(header, rows, right=range(1, 8))
@@ -261,6 +341,38 @@ def _case_table(runs: Sequence[RunView]) -> str:
         rows.append(cells)
     header = ["Case", *(f"{v.name} {p}" for v in runs for p in ("P50", "P95"))]
     return table(header, rows, right=range(1, len(header)))
+
+
+def _timeline_table(runs: Sequence[RunView]) -> str:
+    """Per run, the slots' P95 in warmup and in the measured runs, and the slowest slot."""
+    rows = []
+    for v in runs:
+        timeline = v.summary.get("timeline") or {}
+        buckets = [b for b in timeline.get("buckets", []) if b.get("p95") is not None]
+        if not buckets:
+            continue
+        warm = [b["p95"] for b in buckets if b["phase"] == "warmup"]
+        measured = [b["p95"] for b in buckets if b["phase"] != "warmup"]
+        worst = max(buckets, key=lambda b: b["p95"])
+        rows.append(
+            [
+                v.name,
+                quantity(timeline.get("bucket_s"), "s"),
+                str(len(buckets)),
+                quantity(statistics.median(warm), "s") if warm else "–",
+                quantity(statistics.median(measured), "s") if measured else "–",
+                f"{quantity(worst['p95'], 's')} at {worst['t']:g} s ({worst['phase']})",
+            ]
+        )
+    header = (
+        "Run",
+        "Slot",
+        "Slots",
+        "Warmup P95 (slot median)",
+        "Measured P95 (slot median)",
+        "Slowest slot P95",
+    )
+    return table(header, rows, right=(1, 2, 3, 4))
 
 
 def _spread_of(entry: Mapping[str, Any] | None) -> Spread | None:

@@ -1,4 +1,5 @@
-"""sweep.md: a sweep's levels and findings as Markdown (pure)."""
+"""sweep.md: a sweep's levels and findings as Markdown (pure). The CLI prints the same text
+after a sweep, so what it advises must be something the user can do."""
 
 from __future__ import annotations
 
@@ -6,7 +7,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfbench.report.format import ms
-from perfbench.stats.knee import Level, in_flight
+from perfbench.stats.knee import USL_MIN_R2, Level, in_flight
+
+# The knee is named for what ended the growth: a rate-limit knee measures the provider's
+# quota, not the target's capacity, and reads differently.
+KNEE_NAMES = {
+    "rate-limit": ("Rate-limit knee", "429s ended the growth"),
+    "errors": ("Error knee", "errors ended the growth"),
+    "latency": ("Latency knee", "P95 grew past its bound"),
+    "throughput": ("Throughput knee", "throughput stopped growing"),
+}
+
+
+def knee_label(findings: Mapping[str, Any]) -> str | None:
+    """The chart's label for the knee, named as the summary names it ("rate-limit knee 7");
+    None when the knee has no kind (the chart then says "knee 7")."""
+    knee, kind = findings.get("knee"), findings.get("knee_kind")
+    if knee is None or kind not in KNEE_NAMES:
+        return None
+    return f"{KNEE_NAMES[kind][0].lower()} {knee:g}"
 
 
 def markdown(
@@ -32,27 +51,10 @@ def markdown(
             f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
         )
     lines += ["", "## Findings", ""]
-    knee = findings["knee"]
-    if knee is not None:
-        lines.append(
-            f"- Knee at {knee:g} ({unit}); plateau {findings['plateau_throughput']:.2f} tasks/s."
-        )
-        for level, why in findings["stopped_by"].items():
-            lines.append(f"  - {level}: {why}")
-    elif findings["stopped_by"]:
-        lines.append("- Even the lowest level broke a stop condition; try lower levels:")
-        for level, why in findings["stopped_by"].items():
-            lines.append(f"  - {level}: {why}")
-    else:
-        lines.append("- No stop condition was reached: no knee in the levels measured.")
+    lines += _knee(levels, findings, unit, rates)
     if findings["kneedle"] is not None:
         lines.append(f"- Kneedle knee of throughput on log2({unit}): {findings['kneedle']:g}.")
-    fit = findings["usl"]
-    if fit:
-        n_star = "none" if fit["n_star"] is None else f"{fit['n_star']:.1f}"
-        lines.append(
-            f"- USL: σ={fit['sigma']:.4f}, κ={fit['kappa']:.5f}, N*={n_star}, R²={fit['r2']:.3f}."
-        )
+    lines += _usl(findings["usl"])
     if slo:
         lines.append(f"- Largest level with {slo[0]} < {slo[1]:g} s: {findings['slo_max_level']}.")
     if findings["client_bound_levels"]:
@@ -62,3 +64,79 @@ def markdown(
             "(Little's law): those levels measure perfbench, not the target."
         )
     return "\n".join(lines) + "\n"
+
+
+def _knee(levels: list[Level], findings: Mapping[str, Any], unit: str, rates: bool) -> list[str]:
+    knee, stopped = findings["knee"], findings["stopped_by"]
+    if knee is not None:
+        name, why = KNEE_NAMES.get(findings.get("knee_kind") or "", ("Knee", ""))
+        because = f": {why}" if why else ""
+        lines = [
+            f"- {name} at {knee:g} ({unit}){because}; "
+            f"plateau {findings['plateau_throughput']:.2f} tasks/s."
+        ]
+        if findings.get("knee_kind") == "rate-limit":
+            lines.append(
+                "  It is the provider's rate limit, not the target's capacity: a longer run "
+                "spends the limit's burst allowance and may meet it lower."
+            )
+        return lines + _stops(stopped)
+    if stopped and levels:
+        return [_below_lowest(levels[0], findings, unit, rates), *_stops(stopped)]
+    return ["- No stop condition was reached: no knee in the levels measured."]
+
+
+def _stops(stopped: Mapping[str, str]) -> list[str]:
+    return [f"  - {float(level):g}: {why}" for level, why in stopped.items()]
+
+
+def _below_lowest(lowest: Level, findings: Mapping[str, Any], unit: str, rates: bool) -> str:
+    """The lowest level already broke a stop condition. Lower levels are the advice only
+    when there are lower levels: below concurrency 1 there are none."""
+    if rates or lowest.level > 1:
+        return (
+            f"- Even the lowest level ({lowest.level:g} {unit}) broke a stop condition; "
+            "try lower levels:"
+        )
+    kind = (findings.get("stop_kinds") or {}).get(str(lowest.level))
+    if kind is None:  # findings written before stop kinds: judge from the level's figures
+        kind = "rate-limit" if lowest.throttle_rate > 0 else "errors"
+    if kind != "rate-limit":
+        return (
+            f"- Even concurrency 1 failed {lowest.error_rate:.1%} of its tasks: the target fails "
+            "one task at a time, so no level finds a knee. Fix the failures in level-1's "
+            "samples.jsonl first:"
+        )
+    return (
+        f"- The rate limit is below the lowest level: even concurrency 1 drew "
+        f"{lowest.throttle_rate:.2f} 429 answers per task, so no concurrency finds a knee. "
+        f"Sweep open-loop rates around what one task at a time completed "
+        f"({lowest.throughput:.2f} tasks/s) to find the limit in tasks/s, e.g. "
+        f"`{_rates_hint(lowest.throughput)}`, or ask the provider for a higher limit:"
+    )
+
+
+def _rates_hint(throughput: float) -> str:
+    """Three --rates on the 1-2-5 series, the top one at or past what concurrency 1 completed:
+    levels under the limit and one over it, for the rate sweep to find the knee between."""
+    series = [m * 10.0**e for e in range(-3, 5) for m in (1, 2, 5)]
+    if throughput <= 0:
+        return "--rates 0.1,0.2,0.5"
+    top = next((i for i, v in enumerate(series) if v >= throughput), len(series) - 1)
+    return "--rates " + ",".join(f"{v:g}" for v in series[max(0, top - 2) : top + 1])
+
+
+def _usl(fit: Mapping[str, Any] | None) -> list[str]:
+    """The USL fit, its peak N* withheld when the curve misses the points (R² under
+    USL_MIN_R2): a poor fit's N* is an extrapolation of a model that does not describe the
+    target, and read as a prediction it misleads."""
+    if not fit:
+        return []
+    shape = f"σ={fit['sigma']:.4f}, κ={fit['kappa']:.5f}, R²={fit['r2']:.3f}"
+    if fit["r2"] < USL_MIN_R2:
+        return [
+            f"- USL fit is poor (R² {fit['r2']:.2f} < {USL_MIN_R2:g}): its predicted peak is "
+            f"not reliable, so none is given ({shape})."
+        ]
+    n_star = "none" if fit["n_star"] is None else f"{fit['n_star']:.1f}"
+    return [f"- USL: {shape}, N*={n_star}."]

@@ -246,7 +246,11 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
         scopes=list(rules.scopes),
         alpha=rules.alpha,
         runs=runs,
-        warnings=[*_warnings(*runs, rules.alpha), *_thin_percentiles(rows, rules)],
+        warnings=[
+            *_warnings(*runs, rules.alpha),
+            *_thin_percentiles(rows, rules),
+            *_mixed_cases(base_runs, rules),
+        ],
     )
 
 
@@ -545,6 +549,50 @@ def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:
             f"with {n} and {m} runs the smallest possible p is {smallest:.3f}, not below "
             f"alpha {alpha}: no change can be significant; use --runs 5 or more on both sides"
         )
+
+
+MIXED_SPREAD = 4.0  # slowest over fastest case median at which a suite counts as mixed
+
+
+def _mixed_cases(runs: Sequence[Any], rules: Rules) -> Iterable[str]:
+    """A suite of very different cases has overall percentiles that fall between its clusters
+    (the P50 of 8 fast and 8 slow cases is neither), and a slowdown of the slow cases alone
+    barely moves them. Per-case gating is the answer, but not the default: it multiplies the
+    tests and rests each case's percentiles on its own few tasks a run, so it is advised."""
+    if "case" in rules.scopes:
+        return
+    medians = {}
+    for case in sorted({k for run in runs for k in run.get("cases", {})}):
+        values = [_number(run.get("cases", {}).get(case, {}), "latency.p50") for run in runs]
+        found = [v for v in values if v]
+        if found:
+            medians[case] = statistics.median(found)
+    if len(medians) < 2:
+        return
+    fast, slow = min(medians, key=medians.__getitem__), max(medians, key=medians.__getitem__)
+    spread = medians[slow] / medians[fast]
+    if spread < MIXED_SPREAD:
+        return
+    tasks = min(
+        (int(_number(run.get("cases", {}).get(slow, {}), "latency.n") or 0) for run in runs),
+        default=0,
+    )
+    repeat = math.ceil(power.tasks_for(0.95) / tasks) if tasks else None
+    more = f" with --repeat ×{repeat} for 20+ tasks a case a run" if repeat and repeat > 1 else ""
+    yield (
+        f"the suite mixes cases whose median latencies differ {spread:.0f}× ({fast} "
+        f"{1e3 * medians[fast]:.0f} ms … {slow} {1e3 * medians[slow]:.0f} ms): the overall "
+        "percentiles fall between them, and a change in the slow cases alone moves them "
+        f"little. Gate per case too: --scope cases{more} (not the default: it multiplies the "
+        "tests, which the correction pays for in power)"
+    )
+
+
+def _number(metrics: Any, path: str) -> float | None:
+    value: Any = metrics
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _thin_percentiles(rows: Sequence[Row], rules: Rules) -> Iterable[str]:

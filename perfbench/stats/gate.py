@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from perfbench.errors import GateError
-from perfbench.stats.compare import BY_NAME, Comparison, Rules, Scope
+from perfbench.stats.compare import BY_NAME, Comparison, Row, Rules, Scope
 from perfbench.stats.thresholds import ThresholdResult, quantity
 
 Outcome = Literal["pass", "regression", "threshold", "inconclusive"]
@@ -124,3 +124,11 @@ def outcome(
 def fails(verdict: Outcome, strict: bool) -> bool:
     """Whether the verdict fails the job: inconclusive only when asked to be strict."""
     return verdict != "pass" and (strict or verdict != "inconclusive")
+
+
+def confirmed(first: Comparison, second: Comparison) -> list[Row]:
+    """The regressions of ``first`` that ``second`` (both sides measured again) shows too: a
+    regression is kept by ``compare --confirm`` only when the same metric, in the same scope,
+    regressed twice; one seen once is a fluke until shown again."""
+    again = {(r.scope, r.key, r.metric) for r in second.regressions}
+    return [r for r in first.regressions if (r.scope, r.key, r.metric) in again]

@@ -1,10 +1,13 @@
 """Reading a sweep: where the target stops scaling. Pure functions over per-level figures.
 
-- stop conditions while doubling: errors or 429s above a budget, P95 above k × its value at the
-  lowest level, or less than ``min_gain`` more throughput from doubling;
+- stop conditions while doubling: 429s or errors above a budget, P95 above k × its value at the
+  lowest level, or less than ``min_gain`` more throughput from doubling; each has a kind, so
+  the knee it bounds is named for what ended the growth (a rate-limit knee is the provider's
+  limit, not the target's capacity);
 - the Kneedle knee of throughput against log2(level);
 - a Universal Scalability Law fit, X(N) = λN / (1 + σ(N−1) + κN(N−1)), with N* = √((1−σ)/κ),
-  fitted by least squares on N/X, which is linear in (1/λ, σ/λ, κ/λ);
+  fitted by least squares on N/X, which is linear in (1/λ, σ/λ, κ/λ); below ``USL_MIN_R2`` its
+  N* is not to be trusted (reports say so);
 - Little's law per level: tasks in flight ≈ throughput × mean latency; a closed-loop level that
   did not keep its N tasks in flight was limited by the client, not the target.
 """
@@ -14,7 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
+
+StopKind = Literal["rate-limit", "errors", "latency", "throughput"]
+USL_MIN_R2 = 0.9  # below it the USL curve misses the measured points: its N* is a guess
 
 
 @dataclass(frozen=True)
@@ -37,25 +43,54 @@ class StopRule:
     min_gain: float = 0.10
 
 
-def verdict(levels: list[Level], rule: StopRule) -> str | None:
+@dataclass(frozen=True)
+class Stop:
+    """Why a level ends the doubling: what kind of limit, and the sentence that says so."""
+
+    kind: StopKind
+    reason: str
+
+
+def stop(levels: list[Level], rule: StopRule) -> Stop | None:
     """Why the newest level ends the doubling, or None if the sweep may go on."""
     last = levels[-1]
-    if last.error_rate > rule.error_budget or last.throttle_rate > rule.error_budget:
-        share = max(last.error_rate, last.throttle_rate)
-        return f"errors or 429s at {share:.1%} (budget {rule.error_budget:.0%})"
+    throttled = last.throttle_rate > rule.error_budget
+    failed = last.error_rate > rule.error_budget
+    if throttled:  # 429s first: the failures that come with them are refusals
+        also = f", and errors at {last.error_rate:.1%}" if failed else ""
+        return Stop(
+            "rate-limit",
+            f"429 answers at {last.throttle_rate:.2f} per task "
+            f"(budget {rule.error_budget:g}){also}",
+        )
+    if failed:
+        return Stop("errors", f"errors at {last.error_rate:.1%} (budget {rule.error_budget:.0%})")
     base = levels[0].p95
     if base and last.p95 and last.p95 > rule.p95_factor * base:
-        return f"P95 {last.p95:.3f} s is over {rule.p95_factor:g}× the lowest level's"
+        return Stop(
+            "latency", f"P95 {last.p95:.3f} s is over {rule.p95_factor:g}× the lowest level's"
+        )
     if len(levels) >= 2:
         before = levels[-2]
         if before.level * 2 == last.level:  # a doubling step: it must pay off
             if before.throughput > 0 and last.throughput < before.throughput * (1 + rule.min_gain):
-                return f"throughput gained under {rule.min_gain:.0%} from doubling"
+                return Stop(
+                    "throughput", f"throughput gained under {rule.min_gain:.0%} from doubling"
+                )
         else:  # a bisection step between doublings: it must at least not lose throughput
             best = max(v.throughput for v in levels[:-1])
             if last.throughput < best * (1 - rule.min_gain):
-                return f"throughput fell over {rule.min_gain:.0%} below {best:.2f} tasks/s"
+                return Stop(
+                    "throughput",
+                    f"throughput fell over {rule.min_gain:.0%} below {best:.2f} tasks/s",
+                )
     return None
+
+
+def verdict(levels: list[Level], rule: StopRule) -> str | None:
+    """The sentence of ``stop``: why the newest level ends the doubling, or None."""
+    found = stop(levels, rule)
+    return None if found is None else found.reason
 
 
 def bisect(good: float, bad: float) -> float | None:
@@ -177,9 +212,11 @@ def analyse(
     *,
     rates: bool,
     slo: tuple[str, float] | None,
+    kinds: Mapping[float, StopKind | None] | None = None,
 ) -> dict[str, Any]:
-    """A sweep's findings from its levels and why each stopped the doubling (None: it did
-    not): sweep.json's ``findings``."""
+    """A sweep's findings from its levels, why each stopped the doubling (None: it did not)
+    and the kind of each stop: sweep.json's ``findings``."""
+    kinds = kinds or {}
     good = [v for v in levels if reasons.get(v.level) is None]
     bad = [v for v in levels if reasons.get(v.level) is not None]
     fit = usl(levels)
@@ -187,11 +224,25 @@ def analyse(
     knee = max((v.level for v in good), default=None) if bad else None
     return {
         "knee": knee,  # the largest level before a stop condition (after bisection)
+        "knee_kind": knee_kind(knee, [v.level for v in bad], kinds),
         "stopped_by": {str(v.level): reasons[v.level] for v in bad},
+        "stop_kinds": {str(v.level): kinds.get(v.level) for v in bad},
         "plateau_throughput": max((v.throughput for v in good), default=None),
         "kneedle": kneedle(levels),
         "usl": asdict(fit) if fit else None,
+        "usl_reliable": None if fit is None else fit.r2 >= USL_MIN_R2,
         "slo_max_level": slo_max(levels, *slo) if slo else None,
         "in_flight": {str(v.level): in_flight(v) for v in levels},
         "client_bound_levels": limited,
     }
+
+
+def knee_kind(
+    knee: float | None, bad: list[float], kinds: Mapping[float, StopKind | None]
+) -> StopKind | None:
+    """What ended the growth at the knee: the stop of the nearest bad level above it (the one
+    bisection closed in on), else of the lowest bad level."""
+    if knee is None or not bad:
+        return None
+    above = [level for level in bad if level > knee]
+    return kinds.get(min(above or bad))

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample
 from perfbench.stats.histogram import Histogram
+from perfbench.stats.timeline import Timeline
 
 SCHEMA = 1
 Metrics = dict[str, Any]
@@ -35,6 +36,7 @@ class Summary(TypedDict, total=False):
     across_runs: dict[str, Any]  # per scope and metric: median, min, max, n over the runs
     pooled: Metrics  # every run's tasks together: distributions
     histograms: dict[str, str]  # encoded HDR histograms per run and case
+    timeline: dict[str, Any]  # tasks and latency by time since the session's start (timeline.py)
     client: dict[str, Any]  # how busy perfbench was (loop lag, CPU, headroom)
     adaptive: dict[str, Any]  # the AIMD limit's history and where it settled
 
@@ -47,6 +49,9 @@ class _Group:
     latency: Histogram = field(default_factory=Histogram)
     latency_all: Histogram = field(default_factory=Histogram)
     ttft: Histogram = field(default_factory=Histogram)
+    # Per streamed task, the mean gap between its token-bearing chunks (a sample keeps only
+    # that mean and the maximum, not every gap): the distribution of ITL over tasks.
+    itl: Histogram = field(default_factory=Histogram)
     latency_intended: Histogram = field(default_factory=Histogram)  # open loop: from schedule
     lag: Histogram = field(default_factory=Histogram)  # open loop: start − scheduled start
     # Per model call: from its start to its request going out (a free pooled connection, a
@@ -113,6 +118,8 @@ class _Group:
             self.latency_all.add(latency if latency > timeout else timeout)
         if s.ttft is not None:
             self.ttft.add(s.ttft)
+        if s.itl_mean is not None:
+            self.itl.add(s.itl_mean)
         if s.tokens_out is not None or s.tokens_in is not None:
             self.with_tokens += 1
             self.tokens_in += s.tokens_in or 0
@@ -158,6 +165,7 @@ class _Group:
         self.latency.merge(other.latency)
         self.latency_all.merge(other.latency_all)
         self.ttft.merge(other.ttft)
+        self.itl.merge(other.itl)
         self.latency_intended.merge(other.latency_intended)
         self.lag.merge(other.lag)
         self.wait.merge(other.wait)
@@ -206,6 +214,7 @@ class _Group:
             "latency": self.latency.summary(),
             "latency_all": self.latency_all.summary(),
             "ttft": self.ttft.summary(),
+            "itl": self.itl.summary(),
             "latency_intended": self.latency_intended.summary(),
             "schedule_lag": self.lag.summary(),
             "wait": self.wait.summary(),
@@ -240,7 +249,7 @@ class _Group:
         }
 
     def histograms(self) -> dict[str, str]:
-        named = {"latency": self.latency, "ttft": self.ttft}
+        named = {"latency": self.latency, "ttft": self.ttft, "itl": self.itl}
         return {name: h.encode() for name, h in named.items() if h.count}
 
 
@@ -261,6 +270,9 @@ class RunScopes:
         self.cases: dict[str, _Group] = {}
         self.languages: dict[str, _Group] = {}
         self.tags: dict[str, _Group] = {}
+        # A worker process's timeline rides along with a run it hands over (Summarizer.take_run)
+        # and is merged into the parent's by ``absorb``; None everywhere else.
+        self.timeline: Timeline | None = None
 
     def add(self, s: Sample, timeout: float) -> None:
         self.overall.add(s, timeout)
@@ -313,9 +325,11 @@ class Summarizer:
         self._open: dict[int, RunScopes] = {}
         self._done: dict[int, Metrics] = {}
         self._blobs: dict[str, str] = {}
+        self._timeline = Timeline()  # every finished task, warmup included
         self.warmup_tasks = 0
 
     def add(self, s: Sample) -> None:
+        self._timeline.add(s)
         if s.phase == "warmup":
             self.warmup_tasks += 1
             return
@@ -336,11 +350,19 @@ class Summarizer:
 
     def take_run(self, run: int) -> RunScopes | None:
         """Hand over what a run has accumulated so far (a worker process sends it to the
-        parent, which ``absorb``s it): lossless, histograms included."""
-        return self._open.pop(run, None)
+        parent, which ``absorb``s it): lossless, histograms included. The timeline so far
+        (warmup passes included) goes with it; a worker that ran no task of any measured run
+        has no run to send it with, and its timeline is left out."""
+        scopes = self._open.pop(run, None)
+        if scopes is not None and self._timeline:
+            scopes.timeline, self._timeline = self._timeline, Timeline()
+        return scopes
 
     def absorb(self, run: int, scopes: RunScopes) -> None:
         """Merge another process's share of ``run`` into this one, before ``close_run``."""
+        if scopes.timeline is not None:
+            self._timeline.merge(scopes.timeline)
+            scopes.timeline = None
         mine = self._open.get(run)
         if mine is None:
             self._open[run] = scopes
@@ -351,7 +373,7 @@ class Summarizer:
         for run in list(self._open):
             self.close_run(run)
         runs = [self._done[r] for r in sorted(self._done)]
-        return {
+        summary: Summary = {
             "schema": SCHEMA,
             "warmup_tasks": self.warmup_tasks,
             "runs": runs,
@@ -361,6 +383,9 @@ class Summarizer:
             "pooled": self._pooled.finish(self._windows),
             "histograms": self._blobs,
         }
+        if self._timeline:
+            summary["timeline"] = self._timeline.to_json()
+        return summary
 
 
 def summarize(samples: Iterable[Sample], timeouts: Mapping[str, float]) -> Summary:

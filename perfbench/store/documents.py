@@ -30,6 +30,7 @@ class Meta(TypedDict, total=False):
     finished_at: str | None
     duration_s: float | None
     resumed: list[str]  # when each --resume took it up
+    runs_auto: dict[str, Any]  # run --runs auto: the runs it settled on, and why
     suite: SuiteInfo
     target: str  # the target's key-free name (mock+http:default)
     load: dict[str, Any]  # shape and its figures, for people and for compare's notes

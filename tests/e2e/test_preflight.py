@@ -62,3 +62,15 @@ def test_a_run_that_mostly_succeeds_exits_0(tmp_path: Path) -> None:
     done = cli("run", str(_cases(tmp_path)), "-t", "mock:zero", "--runs", "1", "--warmup", "0",
                "--out", str(tmp_path / "runs"), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_a_sweep_whose_lowest_level_failed_exits_8(tmp_path: Path, closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}/v1"
+    args = ("sweep", str(_cases(tmp_path)), "-t", "openai/m", "--base-url", url,
+            "--no-preflight", "--retries", "0", "--concurrency", "1,2", "--runs", "1",
+            "--warmup", "0", "--out", str(tmp_path / "sweeps"))  # fmt: skip
+    failed = cli(*args)
+    assert failed.returncode == 8, failed.stderr
+    assert "at the lowest level (1) failed, above --max-error-rate 0.5" in failed.stdout
+    assert "--resume" not in failed.stdout  # it was not interrupted: nothing to continue
+    assert cli(*args, "--max-error-rate", "1").returncode == 0

@@ -106,3 +106,5 @@ def test_sweep_json_has_one_level_finished_per_level(tmp_path: Path) -> None:
     [sweep_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert {e["run_id"] for e in events} == {sweep_dir.name}
     assert events[-1]["run_dir"] == str(sweep_dir) and events[-1]["levels"] == 2
+    findings = json.loads((sweep_dir / "sweep.json").read_text())["findings"]
+    assert "knee_kind" in events[-1] and events[-1]["knee_kind"] == findings["knee_kind"]

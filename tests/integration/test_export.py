@@ -315,7 +315,7 @@ def test_parquet_without_pyarrow_says_what_to_install(
     run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` fail
-    with pytest.raises(StoreError, match=r"pip install 'perfbench\[parquet\]'"):
+    with pytest.raises(StoreError, match=r"pip install 'perfbench-llm\[parquet\]'"):
         export(run, "parquet", tmp_path / "s.parquet")
     assert not list(tmp_path.iterdir())
 

@@ -40,7 +40,8 @@ async def test_auto_sweep_finds_the_concurrency_limit(suite: Suite, tmp_path: Pa
     doc = json.loads((result.path / "sweep.json").read_text())
     assert doc["findings"]["knee"] == 16
     assert (result.path / "level-16" / "samples.jsonl").is_file()
-    assert "Knee at 16" in (result.path / "sweep.md").read_text()
+    assert doc["findings"]["knee_kind"] == "rate-limit"  # a concurrency cap answers 429s
+    assert "Rate-limit knee at 16" in (result.path / "sweep.md").read_text()
     png, svg = result.path / "sweep.png", result.path / "sweep.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg.read_bytes()[:500]
 
@@ -120,3 +121,29 @@ async def test_rate_sweep_runs_open_loop_levels(suite: Suite, tmp_path: Path) ->
         assert v.throughput == pytest.approx(20 / (19 / v.level + 0.390), rel=1e-6)
     assert result.path is not None
     assert "# Sweep over tasks/s" in (result.path / "sweep.md").read_text()
+
+
+@pytest.mark.anyio
+async def test_the_shipped_rate_limit_knee_example_finds_a_rate_limit_knee(
+    example_suite: Suite, tmp_path: Path
+) -> None:
+    """The README's sweep example (`perfbench sweep cases/ -t mock+http:rate-limit-knee
+    --runs 1`), in process and virtual time: 1, 2 and 4 grow under the 30 requests/s limit,
+    8 draws 429s, and the knee between them is named a rate-limit knee."""
+    from perfbench.mock.profile import load_profile
+
+    profile = load_profile("rate-limit-knee")
+    spec = SweepSpec(plan=SweepPlan(base=Plan(runs=1)), out=str(tmp_path / "runs"))
+    sweep = Sweep(spec, suite=example_suite, factory=lambda n: MockAgent(profile))
+    result = await sweep.run()
+    by_level = {v.level: v for v in result.levels}
+    assert [by_level[n].throttle_rate for n in (1, 2, 4)] == [0, 0, 0]
+    assert by_level[8].throttle_rate > StopRule().error_budget
+    assert 4 <= result.findings["knee"] < 8
+    assert result.findings["knee_kind"] == "rate-limit"
+    assert result.path is not None
+    text = (result.path / "sweep.md").read_text()
+    assert f"Rate-limit knee at {result.findings['knee']:g} (concurrency)" in text
+    assert json.loads((result.path / "sweep.json").read_text())["findings"]["knee_kind"] == (
+        "rate-limit"
+    )

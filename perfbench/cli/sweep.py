@@ -1,0 +1,230 @@
+"""``perfbench sweep``: flags → sweep spec → ``perfbench.api`` → findings and exit code."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfbench import api
+from perfbench.cli import options
+from perfbench.cli.app import ExitCode, app
+from perfbench.cli.options import OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
+from perfbench.cli.output import err, errors, out
+from perfbench.cli.run import MAX_ERROR_RATE, Watch, run_spec, stopped
+from perfbench.engine.results import RunResult, SweepResult
+from perfbench.errors import GateError
+from perfbench.events import JsonEvents, LiveView, Sink
+from perfbench.report.format import seconds
+from perfbench.report.sweep_md import markdown as sweep_markdown
+from perfbench.spec import SweepPlan, SweepSpec
+from perfbench.stats.knee import Level, StopRule
+from perfbench.stats.thresholds import parse_slo
+
+
+class _SweepWatch(Watch):
+    """Each level's run in the live view; a line per level, and level events with --json."""
+
+    def __init__(self, sinks: list[Sink], events: JsonEvents | None) -> None:
+        super().__init__(sinks)
+        self.events = events
+        self.t0 = time.monotonic()
+
+    def run_finished(self, result: RunResult) -> None:
+        self.finished("level", 0, None)
+
+    def level_finished(self, level: Level, reason: str | None, sweep_dir: Path) -> None:
+        status = f"stop: {reason}" if reason else "ok"
+        err.print(
+            f"level {level.level:g}: {level.throughput:.2f} tasks/s, "
+            f"P95 {seconds(level.p95)} · {status}",
+            highlight=False,
+        )
+        if self.events is not None:
+            self.events.run_id = sweep_dir.name
+            self.events.emit(
+                "level_finished",
+                time.monotonic() - self.t0,
+                level=level.level,
+                throughput=level.throughput,
+                p95_s=level.p95,
+                error_rate=level.error_rate,
+                throttle_rate=level.throttle_rate,
+                stop_reason=reason,
+            )
+
+
+@app.command()
+@shared(TARGET, PASSES, OUTPUT, defaults={"runs": 3})
+def sweep(
+    ctx: typer.Context,
+    cases: CasesArg = None,
+    concurrency: Annotated[
+        str | None,
+        typer.Option(
+            "--concurrency", "-c", rich_help_panel="Levels", help="Levels, e.g. 1,2,4,8,16,32."
+        ),
+    ] = None,
+    rates: Annotated[
+        str | None,
+        typer.Option(rich_help_panel="Levels", help="Open-loop levels in tasks/s, e.g. 1,2,5,10."),
+    ] = None,
+    auto: Annotated[
+        bool,
+        typer.Option(
+            rich_help_panel="Levels",
+            help="Double concurrency from 1 (the default when no levels given).",
+        ),
+    ] = False,
+    max_level: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Levels", min=1, help="Auto mode (no levels given): stop doubling here."
+        ),
+    ] = 1024,
+    slo: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Levels", help="Report the largest level meeting it, e.g. 'p95<2s'."
+        ),
+    ] = None,
+    error_budget: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Levels",
+            min=0,
+            max=1,
+            help="Stop when errors or 429s exceed this share.",
+        ),
+    ] = 0.01,
+    p95_factor: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Levels", min=1, help="Stop when P95 exceeds this × the lowest level's."
+        ),
+    ] = 3.0,
+    min_gain: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Levels",
+            min=0,
+            help="Stop when doubling gains less throughput than this.",
+        ),
+    ] = 0.10,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel="Passes",
+            help="Continue an interrupted sweep directory: finished levels are kept.",
+        ),
+    ] = None,
+    max_error_rate: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Exit code",
+            min=0.0,
+            max=1.0,
+            help="Exit 8 when more than this share of the lowest level's tasks failed: the "
+            "sweep measured failures, not where the target stops scaling. 1 turns it off.",
+        ),
+    ] = MAX_ERROR_RATE,
+    *,
+    flags: Flags,
+) -> None:
+    """Run the suite at a series of load levels and find where the target stops scaling.
+
+    Without --concurrency or --rates, doubles concurrency from 1 until errors/429s pass the
+    budget, P95 grows past --p95-factor, or throughput stops growing; then bisects between
+    the last good and the first bad level.
+
+    Example: [bold]perfbench sweep cases/ -t mock+http:rate-limit-knee --runs 1[/] (a mock
+    provider limited to 30 requests/s: the sweep names the rate-limit knee, at 6–7 in flight)
+    """
+    options.check_resume(ctx, resume is not None)
+    events = JsonEvents(sys.stdout.buffer) if flags["as_json"] else None
+    watch = _SweepWatch([] if flags["quiet"] else [LiveView(err)], events)
+    with errors():
+        if resume is not None:
+            result = api.resume_sweep(resume, watch)
+        else:
+            rule = StopRule(error_budget, p95_factor, min_gain)
+            spec = _sweep_spec(cases, flags, concurrency, rates, auto, max_level, slo, rule)
+            result = api.sweep(spec, watch)
+    console = err if events else out
+    plan = result.plan
+    text = sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
+    console.print(text, highlight=False, markup=False)
+    console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
+    code = stopped(result.stopped_by) if result.interrupted else ExitCode.OK
+    lowest = result.levels[0] if result.levels else None
+    if not code and lowest is not None and lowest.error_rate > max_error_rate:
+        code = ExitCode.ERRORS
+        console.print(
+            f"error: {lowest.error_rate:.0%} of the tasks at the lowest level ({lowest.level:g}) "
+            f"failed, above --max-error-rate {max_error_rate:g}: check the target (see the "
+            "failures above), or start lower (--rates for an open loop below 1 in flight).",
+            highlight=False,
+            soft_wrap=True,  # one line, for the scripts that read it
+        )
+    if events is not None:
+        _sweep_finished(events, watch.t0, result, code)
+    if code and result.interrupted:
+        console.print(f"Stopped: continue with [bold]perfbench sweep --resume {result.path}[/]")
+    if code:
+        raise typer.Exit(code)
+
+
+def _sweep_finished(events: JsonEvents, t0: float, result: SweepResult, code: int) -> None:
+    events.emit(
+        "run_finished",
+        time.monotonic() - t0,
+        status="interrupted" if result.interrupted else "completed",
+        exit_code=code,
+        levels=len(result.levels),
+        knee=result.findings.get("knee"),
+        knee_kind=result.findings.get("knee_kind"),
+        run_dir=str(result.path),
+    )
+
+
+def _sweep_spec(
+    cases: list[Path] | None,
+    flags: Flags,
+    concurrency: str | None,
+    rates: str | None,
+    auto: bool,
+    max_level: float,
+    slo: str | None,
+    rule: StopRule,
+) -> SweepSpec:
+    levels = options.levels(concurrency, "--concurrency")
+    rate_levels = options.levels(rates, "--rates")
+    if levels and rate_levels:
+        raise typer.BadParameter("give --concurrency or --rates, not both")
+    if auto and (levels or rate_levels):
+        raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
+    if not cases:
+        raise typer.BadParameter("give case files or folders (or --resume SWEEP_DIR)")
+    if flags["runs"] == "auto":
+        raise typer.BadParameter("--runs auto is for run: give a sweep's levels a number of runs")
+    base = options.plan({**flags, "workers": "1"})
+    plan = SweepPlan(
+        base=base,
+        levels=levels or rate_levels,
+        rates=bool(rate_levels),
+        max_level=max_level,
+        rule=rule,
+        slo=_slo(slo) if slo else None,
+        workers=0 if flags["workers"] == "auto" else options.workers(flags["workers"], base),
+    )
+    return SweepSpec.of(run_spec(cases, flags, base), plan)
+
+
+def _slo(text: str) -> tuple[str, float]:
+    try:
+        return parse_slo(text)
+    except GateError as exc:  # a mistyped flag: a usage error (exit 2), said before any run
+        raise typer.BadParameter(str(exc)) from None

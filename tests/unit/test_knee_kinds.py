@@ -1,0 +1,119 @@
+"""The knee is named for what ended the growth (a rate-limit knee when 429s did), the advice
+for a sweep whose lowest level already failed is something the user can do, and a poor USL
+fit's peak is withheld."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perfbench.report.sweep_md import knee_label, markdown
+from perfbench.stats.knee import USL_MIN_R2, Level, StopRule, analyse, stop
+
+
+def lv(n: float, x: float, *, p95: float = 0.1, err: float = 0.0, t429: float = 0.0) -> Level:
+    return Level(n, x, p95 / 2, p95, p95, p95 / 2, err, t429, tasks=8 * n)
+
+
+RULE = StopRule()
+
+
+@pytest.mark.parametrize(
+    ("levels", "kind"),
+    [
+        ([lv(1, 10), lv(2, 19, t429=0.5)], "rate-limit"),
+        ([lv(1, 10), lv(2, 19, t429=0.5, err=0.2)], "rate-limit"),  # refusals that failed
+        ([lv(1, 10), lv(2, 19, err=0.02)], "errors"),
+        ([lv(1, 10), lv(2, 19, p95=0.4)], "latency"),
+        ([lv(1, 10), lv(2, 10.5)], "throughput"),
+    ],
+)
+def test_each_stop_has_its_kind(levels: list[Level], kind: str) -> None:
+    found = stop(levels, RULE)
+    assert found is not None and found.kind == kind
+
+
+def test_a_429_stop_gives_answers_per_task_not_a_share() -> None:
+    """throttle_rate counts 429 answers per task (retried ones too): 0.94 is not "93.8%"."""
+    found = stop([lv(1, 10), lv(2, 19, t429=0.94)], RULE)
+    assert found is not None and "0.94 per task" in found.reason and "%" not in found.reason
+
+
+def _sweep(levels: list[Level], *, rates: bool = False, **extra: Any) -> tuple[dict[str, Any], str]:
+    reasons, kinds = {}, {}
+    for n in range(len(levels)):
+        found = stop(levels[: n + 1], RULE)
+        reasons[levels[n].level] = found and found.reason
+        kinds[levels[n].level] = found and found.kind
+    findings = analyse(levels, reasons, rates=rates, slo=None, kinds=kinds)
+    findings.update(extra)
+    return findings, markdown(levels, findings, rates=rates, slo=None)
+
+
+def test_a_knee_ended_by_429s_is_a_rate_limit_knee() -> None:
+    levels = [lv(1.0, 10), lv(2.0, 19), lv(4.0, 37), lv(8.0, 70, t429=0.9)]  # as sweeps keep them
+    findings, text = _sweep(levels)
+    assert (findings["knee"], findings["knee_kind"]) == (4, "rate-limit")
+    assert findings["stop_kinds"] == {"8.0": "rate-limit"}
+    assert "- Rate-limit knee at 4 (concurrency): 429s ended the growth" in text
+    assert "the provider's rate limit, not the target's capacity" in text
+    assert "  - 8: 429 answers at 0.90 per task" in text  # the level as the table writes it
+    assert knee_label(findings) == "rate-limit knee 4"  # the chart's label
+
+
+def test_a_knee_ended_by_latency_is_named_so() -> None:
+    findings, text = _sweep([lv(1, 10), lv(2, 19), lv(4, 37, p95=0.5)])
+    assert findings["knee_kind"] == "latency"
+    assert "- Latency knee at 2 (concurrency): P95 grew past its bound" in text
+    assert "rate limit" not in text and knee_label(findings) == "latency knee 2"
+    assert knee_label({"knee": 2.0}) is None  # no kind (older findings): the chart's default
+
+
+def test_429s_at_concurrency_1_do_not_advise_lower_levels() -> None:
+    """There is no concurrency below 1: the advice is a rate sweep, with the 429 share."""
+    findings, text = _sweep([lv(1.0, 0.79, t429=2.5)])
+    assert findings["knee"] is None and findings["knee_kind"] is None
+    assert findings["stop_kinds"] == {"1.0": "rate-limit"}
+    assert "lower levels" not in text
+    assert "The rate limit is below the lowest level" in text
+    assert "2.50 429 answers per task" in text and "0.79 tasks/s" in text
+    assert "`--rates 0.2,0.5,1`" in text  # spans below and past what concurrency 1 completed
+
+
+def test_errors_at_concurrency_1_say_to_fix_them_not_to_go_lower() -> None:
+    _, text = _sweep([lv(1, 5, err=0.5)])
+    assert "lower levels" not in text and "failed 50.0% of its tasks" in text
+
+
+@pytest.mark.parametrize(("lowest", "rates"), [(4.0, False), (1.0, True)])
+def test_lower_levels_are_advised_when_there_are_lower_levels(lowest: float, rates: bool) -> None:
+    _, text = _sweep([lv(lowest, 5, t429=0.5)], rates=rates)
+    assert "broke a stop condition; try lower levels" in text
+
+
+def _fit(r2: float) -> dict[str, Any]:
+    return {"lam": 10.0, "sigma": 0.05, "kappa": 0.002, "n_star": 21.8, "r2": r2}
+
+
+def test_a_poor_usl_fit_is_shown_with_a_caveat_and_no_peak() -> None:
+    _, text = _sweep([lv(1, 10), lv(2, 19)], usl=_fit(0.71))
+    assert "USL fit is poor (R² 0.71 < 0.9): its predicted peak is not reliable" in text
+    assert "N*" not in text
+
+
+def test_a_good_usl_fit_gives_its_peak() -> None:
+    _, text = _sweep([lv(1, 10), lv(2, 19)], usl=_fit(USL_MIN_R2))
+    assert "- USL: σ=0.0500, κ=0.00200, R²=0.900, N*=21.8." in text and "poor" not in text
+
+
+def test_findings_say_whether_the_usl_fit_is_reliable() -> None:
+    sigma, kappa = 0.05, 0.002
+    good = [
+        lv(n, 10 * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))) for n in (1, 2, 4, 8, 16, 32)
+    ]
+    assert _sweep(good)[0]["usl_reliable"] is True
+    noisy = [lv(n, x) for n, x in zip((1, 2, 4, 8, 16, 32), (10, 40, 12, 45, 11, 44), strict=True)]
+    findings, _ = _sweep(noisy)
+    assert findings["usl"] is None or findings["usl_reliable"] is (findings["usl"]["r2"] >= 0.9)
+    assert _sweep([lv(1, 10)])[0]["usl_reliable"] is None  # too few levels to fit
