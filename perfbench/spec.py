@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfbench.errors import StoreError
+from perfbench.errors import PerfbenchError, StoreError
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.sample import Phase
 from perfbench.stats.knee import StopRule
@@ -110,7 +110,9 @@ class RunSpec:
     """One run: the suite's files, the target, the plan, and where the run directory goes
     (``out``; None: no directory, as calibration runs)."""
 
-    cases: tuple[str, ...] = ()  # case files or folders, absolute
+    # Case files or folders, absolute; or one "synthetic:SPEC" (`run --synthetic SPEC`): the
+    # cases are generated from the spec wherever the spec goes (a worker, --resume, a level).
+    cases: tuple[str, ...] = ()
     target: TargetSpec = field(default_factory=TargetSpec)
     plan: Plan = field(default_factory=Plan)
     label: str | None = None
@@ -120,7 +122,7 @@ class RunSpec:
     @classmethod
     def build(
         cls,
-        cases: Sequence[Path],
+        cases: Sequence[Path | str],
         target: TargetSpec,
         plan: Plan,
         *,
@@ -131,7 +133,7 @@ class RunSpec:
         """A spec from what a user gave: paths made absolute (a resumed run may start from
         another folder), the working directory's price file taken now if none is named."""
         return cls(
-            cases=tuple(str(Path(c).resolve()) for c in cases),
+            cases=tuple(_case_source(c) for c in cases),
             target=target,
             plan=plan,
             label=label,
@@ -140,9 +142,14 @@ class RunSpec:
         )
 
     def load_suite(self) -> Suite:
-        from perfbench.suite import load_suite
+        from perfbench.suite import load_suite, synthetic_suite
 
-        return load_suite([Path(c) for c in self.cases])
+        generated = [c.removeprefix(SYNTHETIC) for c in self.cases if c.startswith(SYNTHETIC)]
+        if not generated:
+            return load_suite([Path(c) for c in self.cases])
+        if len(self.cases) > 1:
+            raise PerfbenchError("give --synthetic or case files, not both")
+        return synthetic_suite(generated[0])
 
     def pricer(self) -> Pricer:
         from perfbench.stats.cost import load_pricer
@@ -267,6 +274,14 @@ class SweepSpec:
             prices=doc.get("prices"),
             out=doc.get("out") or "runs",
         )
+
+
+SYNTHETIC = "synthetic:"  # a case source that is a generator's spec, not a file
+
+
+def _case_source(given: Path | str) -> str:
+    text = str(given)
+    return text if text.startswith(SYNTHETIC) else str(Path(given).resolve())
 
 
 def _prices(path: Path | None) -> str | None:

@@ -1,8 +1,9 @@
 """Case suites: the deterministic input of every run.
 
 A suite is one YAML file or a folder of them (searched recursively, in sorted path order). Each
-file holds ``cases:`` and optional ``defaults:`` that every case of that file inherits. Every
-mistake is reported with file, line and field; see ``perfbench.errors.CaseError``.
+file holds ``cases:`` and optional ``defaults:`` that every case of that file inherits, or a
+``source:`` block (``perfbench.sources``) whose prompts become cases, or both. Every mistake
+is reported with file, line and field; see ``perfbench.errors.CaseError``.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from perfbench import yamlfile
 from perfbench.errors import CaseError, Problem, SuiteError
 from perfbench.language import detect_language
+
+if TYPE_CHECKING:
+    from perfbench.sources import Prompt, SourceError
 
 SUFFIXES = (".yaml", ".yml")
 _NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
@@ -146,11 +150,28 @@ class Case(_Strict):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    # The exact output length asked: model clients send it as max_tokens with the extras
+    # (min_tokens, ignore_eos) that make servers honouring them answer with that many
+    # tokens, so runs of different servers generate the same work.
+    output_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cap_at_output(cls, data: Any) -> Any:
+        """``max_tokens`` is ``output_tokens`` when not given: the length asked is a cap too."""
+        if not isinstance(data, dict) or data.get("max_tokens") is not None:
+            return data
+        if isinstance(data.get("output_tokens"), int):
+            return {**data, "max_tokens": data["output_tokens"]}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Case:
         if (self.input is None) == (self.messages is None):
             raise ValueError("give exactly one of 'input' or 'messages'")
+        if self.output_tokens and self.max_tokens and self.max_tokens < self.output_tokens:
+            wanted = f"max_tokens ({self.max_tokens}) is below output_tokens ({self.output_tokens})"
+            raise ValueError(f"{wanted}: the output asked cannot fit")
         names = [t.name for t in self.tools]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -177,11 +198,14 @@ class _Defaults(_Strict):
     timeout_s: float | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class _File(_Strict):
     defaults: _Defaults = Field(default_factory=_Defaults)
-    cases: list[dict[str, Any]] = Field(min_length=1)
+    cases: list[dict[str, Any]] | None = Field(default=None, min_length=1)
+    # Validated by perfbench.sources.block (imported only when a file has one).
+    source: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +218,7 @@ class _Found:
 
 # Fields added after suites were first digested: left out at their default, so a suite that
 # does not use them keeps its digest (and stays comparable with runs made before).
-_LATER_FIELDS = {"parallel_tools": True}
+_LATER_FIELDS: dict[str, Any] = {"parallel_tools": True, "output_tokens": None}
 
 
 def _canonical(case: Case) -> dict[str, Any]:
@@ -292,20 +316,119 @@ def _load_file(path: Path) -> list[_Found]:
         problems = yamlfile.problems(exc, doc, model=_File)
         empty = any(p.field == "cases" and "at least 1" in p.message for p in problems)
         raise (SuiteError if empty else CaseError)(problems) from exc
+    if parsed.cases is None and parsed.source is None:
+        msg = "is required but missing (or a 'source:' block that makes the cases)"
+        raise CaseError([Problem(path, doc.line_of(()), "cases", msg)])
     defaults = parsed.defaults.model_dump(exclude_none=True)
     _check_defaults(defaults, doc)
     out: list[_Found] = []
     errors: list[Problem] = []
-    for i, raw in enumerate(parsed.cases):
+    for i, raw in enumerate(parsed.cases or []):
         try:
             case = _case(raw, defaults, doc, i)
             line, id_line = doc.line_of(("cases", i)), doc.line_of(("cases", i, "id"))
             out.append(_Found(case, path, line, id_line))
         except CaseError as exc:
             errors.extend(exc.problems)
+    if parsed.source is not None:
+        try:
+            out.extend(_generated(parsed.source, defaults, doc))
+        except CaseError as exc:
+            errors.extend(exc.problems)
     if errors:
         raise CaseError(errors)
     return out
+
+
+def _generated(
+    raw: dict[str, Any], defaults: dict[str, Any], doc: yamlfile.Located
+) -> list[_Found]:
+    """The cases a file's ``source:`` block makes, with the file's defaults."""
+    # Imported here: the sources (and their tokenizer) load only for files that use one.
+    from perfbench.sources import SourceError
+    from perfbench.sources.block import Source
+
+    try:
+        source = Source.model_validate(raw)
+    except ValidationError as exc:
+        raise CaseError(yamlfile.problems(exc, doc, prefix=("source",), model=Source)) from exc
+    loc: yamlfile.Loc = ("source", source.kind)
+    try:
+        made = source.make(doc.path.parent)
+    except SourceError as exc:
+        raise CaseError([_source_problem(exc, doc.path, doc, loc)]) from exc
+    found, errors = [], []
+    for case_id, prompt in made:
+        path, line = prompt.origin or (doc.path, None)
+        if line is None:  # a format without lines: the case is where the source is named
+            path, line = doc.path, doc.line_of(loc)
+        try:
+            found.append(
+                _Found(_prompt_case(case_id, prompt, defaults, (path, line)), path, line, line)
+            )
+        except CaseError as exc:
+            errors.extend(exc.problems)
+    if errors:
+        raise CaseError(errors)
+    return found
+
+
+def _source_problem(
+    exc: SourceError, where: Path, doc: yamlfile.Located | None, loc: yamlfile.Loc
+) -> Problem:
+    """A source's problem, located: in its data file, or at its setting in ``doc`` (the
+    case file; None for the ``--synthetic`` flag, which has no lines)."""
+    if exc.file is not None:
+        return Problem(exc.file, exc.line, yamlfile.dotted(exc.field), exc.message)
+    at = (*loc, *exc.field)
+    line = doc.line_of(at) if doc is not None else None
+    return Problem(where, line, yamlfile.dotted(at), exc.message)
+
+
+def _prompt_case(
+    case_id: str, prompt: Prompt, defaults: dict[str, Any], where: tuple[Path, int | None]
+) -> Case:
+    """A source's prompt as a case; a case field it cannot fill is reported where the prompt
+    came from, naming the case."""
+    fields: dict[str, Any] = {"id": case_id, "input": prompt.text}
+    if prompt.name:
+        fields["name"] = prompt.name
+    if prompt.language:
+        fields["language"] = prompt.language
+    if prompt.output_tokens is not None:  # the length asked is the cap, whatever defaults say
+        fields["output_tokens"] = fields["max_tokens"] = prompt.output_tokens
+    elif prompt.max_tokens is not None:
+        fields["max_tokens"] = prompt.max_tokens
+    try:
+        case = Case.model_validate({**defaults, **fields})
+    except ValidationError as exc:
+        located = yamlfile.problems(exc, yamlfile.Located(where[0], None), model=Case)
+        raise CaseError(
+            [Problem(where[0], where[1], p.field, f"{p.message} (case {case_id})") for p in located]
+        ) from exc
+    if not case.language:
+        case = case.model_copy(update={"language": detect_language(case.prompt_text())})
+    return case
+
+
+def synthetic_suite(spec: str) -> Suite:
+    """The suite of ``perfbench run --synthetic SPEC``: the prompts of a synthetic spec
+    (``key=value,…``; see ``perfbench.sources.synthetic``) as cases. A bad spec raises
+    ``SuiteError`` naming the key."""
+    from perfbench.sources import SourceError, case_ids, synthetic
+
+    parsed = synthetic.parse(spec)
+    flag = Path(synthetic.FLAG)
+    try:
+        made = synthetic.prompts(parsed)
+    except SourceError as exc:
+        raise SuiteError([_source_problem(exc, flag, None, ())]) from exc
+    ids = case_ids(parsed.id_prefix, len(made))
+    try:
+        cases = tuple(_prompt_case(i, p, {}, (flag, None)) for i, p in zip(ids, made, strict=True))
+    except CaseError as exc:
+        raise SuiteError(exc.problems) from exc
+    return Suite("synthetic", cases, {c.id: synthetic.FLAG for c in cases})
 
 
 def _check_defaults(defaults: dict[str, Any], doc: yamlfile.Located) -> None:

@@ -47,6 +47,11 @@ TARGET = (
     _flag("base_url", None, str | None, panel=_T,
           help="Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
           "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),
+    _flag("api", None, str | None, "--api", panel=_T,
+          help="The model API to speak: chat (Chat Completions, the default for OpenAI-"
+          "compatible servers), responses (OpenAI's Responses API), completions (legacy "
+          "/v1/completions, for serving engines; no tools) or messages (Anthropic's). "
+          "mock+http takes every one."),
     _flag("api_key_env", None, str | None, panel=_T,
           help="Environment variable holding the API key (keys never go on the command "
           "line, nor into run directories); for http+agent targets it is sent as "
@@ -91,6 +96,15 @@ PASSES = (
           "auto: one slot per ms per worker process (0.256 s for -c 256 in one process), so "
           "completions do not all come back at once and queue in the client; 0: all at once, "
           "whose tasks then finish and restart in waves for the whole pass."),
+)  # fmt: skip
+
+WORKLOAD = (
+    _flag("synthetic", None, str | None, panel="Workload",
+          help="Generated prompts instead of case files: 'input=512,output=128,n=200' (tokens "
+          "of the tokenizer, o200k_base by default); also dist=normal|lognormal|uniform, "
+          "stddev, min, max, language=en|es|zh|ja, prefix (shared tokens), prefix_share, "
+          "seed. The same spec gives the same prompts and suite digest. docs/workloads.md; a "
+          "case file's `source:` block does the same, and takes ShareGPT and JSONL/CSV files."),
 )  # fmt: skip
 
 OUTPUT = (

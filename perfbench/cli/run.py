@@ -14,13 +14,22 @@ from rich.console import Console
 from perfbench import api, config
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.options import AUTO_FIRST_RUNS, OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
+from perfbench.cli.options import (
+    AUTO_FIRST_RUNS,
+    OUTPUT,
+    PASSES,
+    TARGET,
+    WORKLOAD,
+    CasesArg,
+    Flags,
+    shared,
+)
 from perfbench.cli.output import err, errors, out, print_result
 from perfbench.engine.results import RunResult
 from perfbench.errors import GateError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import TITLES, seconds
-from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.spec import SYNTHETIC, Plan, RunSpec, TargetSpec
 from perfbench.stats import planning
 from perfbench.stats.advice import client_bound
 from perfbench.stats.gate import build_rules
@@ -30,7 +39,7 @@ MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not
 
 
 @app.command()
-@shared(TARGET, PASSES, OUTPUT)
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT)
 def run(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -296,10 +305,15 @@ def _pct(value: float | None) -> str:
 def run_spec(
     cases: list[Path] | None, flags: Flags, plan: Plan, target: TargetSpec | None = None
 ) -> RunSpec:
-    if not cases:
-        raise typer.BadParameter("give case files or folders (or --resume RUN_DIR)")
+    sources: list[Path | str] = list(cases or [])
+    if flags["synthetic"] is not None:
+        if sources:
+            raise typer.BadParameter("give case files or --synthetic, not both")
+        sources = [SYNTHETIC + flags["synthetic"]]
+    if not sources:
+        raise typer.BadParameter("give case files or folders, or --synthetic SPEC")
     return RunSpec.build(
-        cases,
+        sources,
         target if target is not None else options.target_spec(flags),
         plan,
         label=flags["label"],

@@ -12,7 +12,7 @@ import typer
 from perfbench import api
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.options import OUTPUT, PASSES, TARGET, CasesArg, Flags, shared
+from perfbench.cli.options import OUTPUT, PASSES, TARGET, WORKLOAD, CasesArg, Flags, shared
 from perfbench.cli.output import err, errors, out
 from perfbench.cli.run import MAX_ERROR_RATE, Watch, run_spec, stopped
 from perfbench.engine.results import RunResult, SweepResult
@@ -58,7 +58,7 @@ class _SweepWatch(Watch):
 
 
 @app.command()
-@shared(TARGET, PASSES, OUTPUT, defaults={"runs": 3})
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, defaults={"runs": 3})
 def sweep(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -206,8 +206,8 @@ def _sweep_spec(
         raise typer.BadParameter("give --concurrency or --rates, not both")
     if auto and (levels or rate_levels):
         raise typer.BadParameter("--auto finds its own levels: drop --concurrency/--rates")
-    if not cases:
-        raise typer.BadParameter("give case files or folders (or --resume SWEEP_DIR)")
+    if not cases and flags["synthetic"] is None:
+        raise typer.BadParameter("give case files or folders, --synthetic, or --resume SWEEP_DIR")
     if flags["runs"] == "auto":
         raise typer.BadParameter("--runs auto is for run: give a sweep's levels a number of runs")
     base = options.plan({**flags, "workers": "1"})

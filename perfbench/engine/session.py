@@ -67,6 +67,7 @@ class Session:
                 "the target as a string (TargetSpec), or run in one process (workers=1)"
             )
         self.target = target if target is not None else spec.build_target(server_url)
+        self.target.check(self.suite)  # a suite it cannot run is refused before anything runs
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
         self.summarizer = Summarizer({c.id: c.timeout_s for c in self.suite.cases})
         self.pricer = pricer if pricer is not None else spec.pricer()
@@ -265,6 +266,8 @@ class Session:
                         "tags": c.tags,
                         "tools": len(c.expect.tool_calls) or len(c.tools),
                         "timeout_s": c.timeout_s,
+                        # A generated workload's asked output length (advice checks it).
+                        **({"output_tokens": c.output_tokens} if c.output_tokens else {}),
                     }
                     for c in self.suite.cases
                 ],

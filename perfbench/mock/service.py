@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import orjson
 
-from perfbench.mock import anthropic_api, openai_api, responses_api
+from perfbench.mock import anthropic_api, completions_api, openai_api, responses_api
 from perfbench.mock.limiter import Limiter, Quota
 from perfbench.mock.profile import FAULT_KINDS, Profile
 from perfbench.mock.simulator import Reply, Simulator, Turn
@@ -27,14 +27,21 @@ KEY_HEADER = "x-perfbench-key"  # perfbench's clients name each model call, for 
 CASE_HEADER = "x-perfbench-case"
 RESPONSES_KEPT = 100_000  # Responses API objects a previous_response_id can continue
 
-Api = Literal["openai", "anthropic", "responses", "count_tokens"]
+Api = Literal["openai", "anthropic", "responses", "completions", "count_tokens"]
 APIS: dict[str, Api] = {
     "/v1/chat/completions": "openai",
+    "/v1/completions": "completions",  # legacy text completions, as serving engines keep them
     "/v1/messages": "anthropic",
     "/v1/responses": "responses",
     "/v1/messages/count_tokens": "count_tokens",
 }
-_ID_PREFIX = {"openai": "chatcmpl-", "anthropic": "msg_", "responses": "resp_", "count_tokens": ""}
+_ID_PREFIX = {
+    "openai": "chatcmpl-",
+    "anthropic": "msg_",
+    "responses": "resp_",
+    "completions": "cmpl-",
+    "count_tokens": "",
+}
 KNOWN_PATHS = frozenset([*APIS, "/health", "/stats", "/stats/timings", "/v1/models"])
 
 
@@ -157,6 +164,8 @@ class Service:
         case = headers.get(CASE_HEADER)
         if api == "responses":
             turn = responses_api.parse(body, key, case, self._context(body))
+        elif api == "completions":
+            turn = completions_api.parse(body, key, case)
         else:
             turn = (anthropic_api if api == "anthropic" else openai_api).parse(body, key, case)
         reply = self.simulator.reply(turn)
@@ -209,12 +218,15 @@ class Service:
                 frames = responses_api.stream(reply, body, ids, _created(), name)
             else:
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                frames = openai_api.stream(reply, request_id, _created(), name, usage)
+                wire = completions_api if api == "completions" else openai_api
+                frames = wire.stream(reply, request_id, _created(), name, usage)
             return SendPlan(headers=headers, frames=frames, due=reply.due(), fault=reply.fault)
         if anthropic:
             payload = anthropic_api.body(reply, request_id, name)
         elif ids is not None:
             payload = responses_api.body(reply, body, ids, _created(), name)
+        elif api == "completions":
+            payload = completions_api.body(reply, request_id, _created(), name)
         else:
             payload = openai_api.body(reply, request_id, _created(), name)
         headers["content-type"] = JSON

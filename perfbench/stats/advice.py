@@ -37,7 +37,33 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes.extend(_client(summary.get("client")))
     notes.extend(_wait(summary["pooled"]["overall"]))
     notes.extend(_not_streamed(summary["pooled"]["overall"], meta))
+    notes.extend(_output_length(summary, meta))
     return notes
+
+
+def _output_length(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterable[str]:
+    """Cases that asked an exact output length (synthetic workloads) and got another: the
+    server ignored max_tokens/min_tokens/ignore_eos, so per-token figures compare unequal work."""
+    cases = summary["pooled"].get("cases") or {}
+    asked = {
+        c["id"]: c["output_tokens"]
+        for c in (meta.get("suite") or {}).get("cases") or []
+        if c.get("output_tokens")
+    }
+    missed = []
+    for case, wanted in sorted(asked.items()):
+        got = (cases.get(case) or {}).get("tokens_out")
+        if isinstance(got, int | float) and abs(got - wanted) > 1:
+            missed.append((case, wanted, got))
+    if missed:
+        case, wanted, got = missed[0]
+        yield (
+            f"{len(missed)} of {len(asked)} cases got another output length than they asked "
+            f"({case}: {wanted} tokens asked, {got:.0f} on average): the server did not honour "
+            "max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s compare unequal work. "
+            "Self-hosted servers (vLLM, SGLang) honour them when given as --base-url (only "
+            "those get min_tokens and ignore_eos); a hosted API stops where its answer ends."
+        )
 
 
 def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterable[str]:

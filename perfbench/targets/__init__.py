@@ -6,9 +6,10 @@ test come back as samples with a non-``ok`` status and an ``error_kind`` from
 Every target has the same lifecycle, with no-op defaults (as httpx's transports do): the
 session enters it (``async with``: a server to spawn, clients to open), calls ``prepare()``
 before the first task (clients made now are not paid for by a measured task), runs tasks, and
-leaves it (``aclose``). Before the first task the session calls ``preflight()``: an HTTP target
-that cannot be reached fails the run then, clearly, rather than every task. A test conformance
-suite checks every built-in target against it (``tests/conformance``).
+leaves it (``aclose``). Before anything runs the session calls ``check(suite)``: a suite the
+target cannot run is refused then, naming the case. Before the first task, ``preflight()``: an
+HTTP target that cannot be reached fails the run then, clearly, rather than every task. A
+conformance suite checks every built-in target against it (``tests/conformance``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from types import TracebackType
 from typing import Self
 
 from perfbench.sample import Sample
+from perfbench.suite import Suite
 from perfbench.task import Task
 
 
@@ -50,6 +52,10 @@ class Target:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def check(self, suite: Suite) -> None:
+        """Refuse, before anything runs, a suite this target cannot run (raise a TargetError
+        naming the case): a case with tools against an API without tool calling, say."""
 
     async def preflight(self) -> None:
         """Check, before the first task, that the target can be reached at all; raise a

@@ -21,8 +21,16 @@ from perfbench.http.limits import ERROR_READ
 from perfbench.http.redact import Redactor
 from perfbench.sample import Sample, status_of
 from perfbench.stats import tokens
+from perfbench.suite import Suite
 from perfbench.targets import Target
-from perfbench.targets.chat import ChatApi, Messages, ModelReply, Refusal, ToolCall
+from perfbench.targets.chat import (
+    ChatApi,
+    Messages,
+    ModelReply,
+    Refusal,
+    ToolCall,
+    check_suite,
+)
 from perfbench.targets.retry import RetryPolicy, server_wait
 from perfbench.task import ModelCall, Task
 
@@ -73,6 +81,9 @@ class ModelAgent(Target):
     @property
     def name(self) -> str:
         return self._name
+
+    def check(self, suite: Suite) -> None:
+        check_suite(self.api, suite)
 
     def prepare(self) -> None:
         """Make the HTTP clients, and load the tokenizer the replies may need, before the
@@ -162,7 +173,10 @@ class ModelAgent(Target):
         encoding = tokens.encoding_for(str(body.get("model", "")))
         reply.tokens_out = tokens.count(_output(reply), encoding)
         if reply.tokens_in is None:
-            prompt = orjson.dumps(body.get("messages", [])).decode()
+            # The conversation as sent: Chat's messages, Responses' input, or a completion's
+            # prompt.
+            sent = body.get("messages", body.get("input", body.get("prompt", [])))
+            prompt = sent if isinstance(sent, str) else orjson.dumps(sent).decode()
             reply.tokens_in = tokens.count(prompt, encoding)
         task.tokens_estimated = True
         task.tokenizer = encoding

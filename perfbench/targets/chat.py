@@ -1,5 +1,6 @@
 """What the built-in agent loop needs from a model API, whatever its wire format: the types it
-exchanges and the ``ChatApi`` protocol that ``openai_chat`` and ``anthropic_messages`` implement.
+exchanges and the ``ChatApi`` protocol that ``openai_chat``, ``openai_responses``,
+``openai_completions`` and ``anthropic_messages`` implement.
 A call that fails raises ``CallFailed`` (``perfbench.http.failures``) with a kind from
 ``sample.ERROR_KINDS``.
 """
@@ -13,7 +14,7 @@ from typing import Any, Protocol
 import orjson
 
 from perfbench.http import CallFailed, Response
-from perfbench.suite import Case
+from perfbench.suite import Case, Suite
 from perfbench.task import ModelCall
 
 Messages = list[dict[str, Any]]
@@ -38,6 +39,10 @@ class ModelReply:
     cache_write: int | None = None  # of tokens_in: written to it (Anthropic's cache creation)
     reasoning: int | None = None  # of tokens_out: reasoning ("thinking") tokens
     model: str | None = None  # the model the server says answered (an alias resolved, a router)
+    # The reply's output items as the server sent them, for an API whose next turn sends them
+    # back (the Responses API: reasoning items must precede the function calls they led to).
+    items: list[dict[str, Any]] = field(default_factory=list)
+    reasoning_items: int = 0  # of items: reasoning items (the Responses API's)
 
 
 def count(value: Any) -> int | None:
@@ -111,3 +116,26 @@ def json_object(data: str | bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise CallFailed("malformed_stream", f"not a JSON object: {str(data)[:120]!r}")
     return doc
+
+
+def check_suite(api: object, suite: Suite) -> None:
+    """Let a model API refuse, before the run, the cases it cannot carry: one that defines
+    ``refuse(case)`` raises a TargetError naming the case (legacy completions: tools)."""
+    refuse: Callable[[Case], None] | None = getattr(api, "refuse", None)
+    if refuse is None:
+        return
+    for case in suite.cases:
+        refuse(case)
+
+
+def exact_output(body: dict[str, Any], case: Case, extras: bool) -> None:
+    """Ask for exactly the case's ``output_tokens`` (a synthetic workload's output length):
+    ``max_tokens`` caps it, and, where the server takes them (vLLM, SGLang, the mock: a
+    ``--base-url`` that is not a hosted provider's), ``min_tokens`` and ``ignore_eos`` stop it
+    ending sooner. Hosted APIs refuse unknown fields with a 400, so they get only the cap."""
+    if case.output_tokens is None:
+        return
+    body["max_tokens"] = case.output_tokens
+    if extras:
+        body["min_tokens"] = case.output_tokens
+        body["ignore_eos"] = True

@@ -1,6 +1,8 @@
 """``-t mock+http[:profile]``: the mock agent server in a child process on an ephemeral
 loopback port, measured through the real OpenAI-compatible client and the agent loop, so the
-default run exercises the whole HTTP path. The server is stopped when the run ends."""
+default run exercises the whole HTTP path. The server is stopped when the run ends. It speaks
+every model API the loop does: Chat Completions unless ``api`` names another client
+(``--api responses``, ``completions``, ``messages``)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import anyio
 
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
+from perfbench.suite import Suite
 from perfbench.targets import Target
 from perfbench.targets.agent_loop import ModelAgent
+from perfbench.targets.chat import ChatApi, check_suite
 from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.retry import RetryPolicy
 from perfbench.task import Task
@@ -30,9 +34,11 @@ class MockHttp(Target):
         check_tokens: bool = False,
         model: str | None = None,
         url: str | None = None,
+        api: ChatApi | None = None,
     ) -> None:
         self.profile, self.seed = profile, seed
         self.model = model or "mock"
+        self.api = api or OpenAIChat(self.model)
         self.concurrency, self.stream, self.retry = concurrency, stream, retry
         self.check_tokens = check_tokens
         self._name = f"mock+http:{profile}" + (f"@{model}" if model else "")
@@ -49,6 +55,9 @@ class MockHttp(Target):
         self.server_url = url
         self._owns_server = url is None
 
+    def check(self, suite: Suite) -> None:
+        check_suite(self.api, suite)  # as ModelAgent.check: the agent is made later
+
     @property
     def name(self) -> str:
         return self._name
@@ -58,7 +67,7 @@ class MockHttp(Target):
             self.server_url = await anyio.to_thread.run_sync(self._spawn)
         assert self.server_url is not None
         self._agent = ModelAgent(
-            OpenAIChat(self.model),
+            self.api,
             self.server_url + "/v1",
             name=self._name,
             stream=self.stream,

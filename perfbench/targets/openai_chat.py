@@ -3,6 +3,7 @@ Qwen, GLM): requests, and streamed or whole replies read with per-token timing."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -15,6 +16,7 @@ from perfbench.targets.chat import (
     ModelReply,
     ToolCall,
     count,
+    exact_output,
     json_object,
     text_of,
     usage_dict,
@@ -25,8 +27,9 @@ from perfbench.task import ModelCall
 class OpenAIChat:
     name = "openai"
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, extras: bool = False) -> None:
         self.model = model
+        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
 
     def opening(self, case: Case) -> Messages:
         messages: Messages = [{"role": "system", "content": case.system}] if case.system else []
@@ -54,6 +57,7 @@ class OpenAIChat:
             ]
         if case.max_tokens is not None:
             body["max_tokens"] = case.max_tokens
+        exact_output(body, case, self.extras)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}  # usage arrives in a last chunk
@@ -68,21 +72,7 @@ class OpenAIChat:
         reply = ModelReply()
         calls: dict[int, ToolCall] = {}
         text: list[str] = []
-        done = False
-
-        def event(event: sse.Event) -> None:
-            nonlocal done
-            if event.data == "[DONE]":
-                done = True  # read on to the end: the connection goes back to the pool whole
-                return
-            chunk = json_object(event.data)
-            if "error" in chunk:
-                raise CallFailed("stream_error", _error_message(chunk["error"]))
-            _apply(chunk, reply, calls, text, call)
-
-        await sse.read(response, call.arrived, event)
-        if not done:
-            raise CallFailed("malformed_stream", "the stream ended before data: [DONE]")
+        await read_stream(response, call, lambda chunk: _apply(chunk, reply, calls, text, call))
         reply.text = "".join(text)
         reply.tool_calls = [calls[i] for i in sorted(calls)]
         return reply
@@ -104,6 +94,29 @@ class OpenAIChat:
         messages.extend(
             {"role": "tool", "tool_call_id": c.id, "content": result} for c, result in results
         )
+
+
+async def read_stream(
+    response: Response, call: ModelCall, on_chunk: Callable[[dict[str, Any]], None]
+) -> None:
+    """An OpenAI-style event stream (Chat Completions, legacy completions): each chunk to
+    ``on_chunk``, an ``error`` chunk (vLLM reports a failure mid-stream so) a stream_error,
+    and a stream without its closing ``data: [DONE]`` malformed."""
+    done = False
+
+    def event(event: sse.Event) -> None:
+        nonlocal done
+        if event.data == "[DONE]":
+            done = True  # read on to the end: the connection goes back to the pool whole
+            return
+        chunk = json_object(event.data)
+        if "error" in chunk:
+            raise CallFailed("stream_error", _error_message(chunk["error"]))
+        on_chunk(chunk)
+
+    await sse.read(response, call.arrived, event)
+    if not done:
+        raise CallFailed("malformed_stream", "the stream ended before data: [DONE]")
 
 
 def _apply(

@@ -4,6 +4,9 @@ mock | mock:<profile>[@model]        in-process mock agent (tests, overhead)
 mock+http | mock+http:<profile>[@model]  mock server in a child process, over real HTTP
 <provider>/<model>                   a hosted model in the built-in agent loop
 openai/<model> --base-url URL        any OpenAI-compatible server (vLLM, Ollama, LiteLLM)
+<model target> --api responses       the model API the loop speaks (``API_FAMILY``): chat,
+                                     responses or completions (OpenAI-compatible), messages
+                                     (Anthropic); none: chat, or messages for anthropic/
 http+agent://host/path               a user's agent behind an HTTP endpoint (http+agents:// for TLS)
 python:package.module:function       a user's async callable
 """
@@ -21,6 +24,15 @@ from perfbench.errors import TargetError
 from perfbench.targets import Target
 from perfbench.targets.chat import ChatApi
 from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
+
+# Each model API, by the family of providers (``Provider.api``) that speaks it.
+API_FAMILY: dict[str, Literal["openai", "anthropic"]] = {
+    "chat": "openai",  # POST /chat/completions
+    "responses": "openai",  # POST /responses
+    "completions": "openai",  # POST /completions, legacy: no tools
+    "messages": "anthropic",  # POST /messages
+}
+DEFAULT_API = {"openai": "chat", "anthropic": "messages"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,13 @@ class TargetSpec:
     # Connect to an HTTP target before the first task (Target.preflight): one that is down
     # fails the run at once, with what to check, instead of as a run of failed tasks.
     preflight: bool = True
+    # The model API of a model or mock+http target (API_FAMILY); None: the provider's own
+    # (chat, or messages for anthropic/).
+    api: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.api is not None and self.api not in API_FAMILY:
+            raise TargetError(f"--api {self.api!r}: {_apis()}")
 
     def build(self, concurrency: int = 1, seed: int = 0, server_url: str | None = None) -> Target:
         """The target, with clients for ``concurrency`` tasks in flight (0: no limit).
@@ -97,6 +116,11 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
     if name.startswith("mock"):
         return _mock(spec, sizing)
     kind, _, arg = name.partition(":")
+    if spec.api is not None and kind in ("python", "http+agent", "http+agents"):
+        raise TargetError(
+            f"--api {spec.api} goes with model targets (provider/model) and mock+http: "
+            f"{kind} targets are agents, which call their models themselves"
+        )
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
@@ -150,6 +174,11 @@ def _mock(spec: TargetSpec, sizing: Sizing) -> Target:
     if kind == "mock":
         from perfbench.targets.mock import MockAgent
 
+        if spec.api is not None:
+            raise TargetError(
+                f"--api {spec.api} goes with model targets and mock+http: the in-process mock "
+                "makes no API calls (mock+http serves every API over HTTP)"
+            )
         return MockAgent(profile, profile_name=arg or "default", model=model or None)
     if kind == "mock+http":
         from perfbench.targets.mock_http import MockHttp
@@ -163,6 +192,8 @@ def _mock(spec: TargetSpec, sizing: Sizing) -> Target:
             check_tokens=spec.check_tokens,
             model=model or None,
             url=sizing.server_url,
+            # The mock server speaks every API: the one asked for, else Chat Completions.
+            api=_api(spec.api or "chat", model or "mock", extras=True),
         )
     raise TargetError(_unknown(spec.target))
 
@@ -174,8 +205,10 @@ def _model(spec: TargetSpec, sizing: Sizing) -> Target:
     provider = PROVIDERS.get(provider_name)
     if provider is None or not model:
         raise TargetError(_unknown(spec.target))
+    # A --base-url elsewhere than the provider's host is a serving engine or a gateway.
+    extras = bool(spec.base_url) and not _same_host(spec.base_url or "", provider)
+    api = _api(_choice(spec, provider), model, extras)
     key = _key(provider_name, provider, spec)
-    api = _api(provider.api, model)
     from perfbench.http.urls import checked_url
 
     base = checked_url(spec.base_url, "--base-url") if spec.base_url else provider.base_url
@@ -196,11 +229,42 @@ def _model(spec: TargetSpec, sizing: Sizing) -> Target:
     )
 
 
-def _api(kind: str, model: str) -> ChatApi:
-    from perfbench.targets.anthropic_messages import AnthropicMessages
+def _choice(spec: TargetSpec, provider: Provider) -> str:
+    """The model API a target speaks: the one asked for, if its provider speaks it."""
+    if spec.api is None:
+        return DEFAULT_API[provider.api]
+    if API_FAMILY[spec.api] != provider.api:
+        theirs = ", ".join(a for a, family in API_FAMILY.items() if family == provider.api)
+        raise TargetError(
+            f"--api {spec.api} is not an API of {spec.target}: "
+            f"{'Anthropic' if provider.api == 'anthropic' else 'OpenAI-compatible'} "
+            f"providers speak {theirs}"
+        )
+    return spec.api
+
+
+def _api(name: str, model: str, extras: bool = False) -> ChatApi:
+    """The wire format for an API name (checked: one of API_FAMILY); ``extras``: the server
+    takes serving engines' request fields (min_tokens, ignore_eos)."""
+    if name == "messages":
+        from perfbench.targets.anthropic_messages import AnthropicMessages
+
+        return AnthropicMessages(model)
+    if name == "responses":
+        from perfbench.targets.openai_responses import OpenAIResponses
+
+        return OpenAIResponses(model)
+    if name == "completions":
+        from perfbench.targets.openai_completions import OpenAICompletions
+
+        return OpenAICompletions(model, extras=extras)
     from perfbench.targets.openai_chat import OpenAIChat
 
-    return AnthropicMessages(model) if kind == "anthropic" else OpenAIChat(model)
+    return OpenAIChat(model, extras=extras)
+
+
+def _apis() -> str:
+    return "the model APIs are " + ", ".join(API_FAMILY) + " (none: the provider's own)"
 
 
 def _key(name: str, provider: Provider, spec: TargetSpec) -> str | None:

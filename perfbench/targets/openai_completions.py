@@ -1,0 +1,132 @@
+"""Legacy OpenAI text completions (``POST /v1/completions``), as serving engines still offer
+them (vLLM, SGLang, TGI, llama.cpp) and serving benchmarks drive them: one prompt in, text out,
+streamed (``choices[0].text`` deltas, usage in a last chunk with ``stream_options``) or whole.
+
+The API has no roles and no tools. The prompt is the case's ``input``, after its ``system``
+text and a blank line when it has one; a ``messages`` case is a plain transcript, one
+``Role: content`` paragraph per message and ``Assistant:`` last, for the model to go on from.
+A case with tools cannot be run here: its first call is refused with a ``TargetError`` naming
+the case (``--api chat`` or ``responses`` run it).
+
+OpenAI's and vLLM's ``max_tokens`` default is 16 on this API, which would cut nearly every
+answer: a case without ``max_tokens`` asks for ``DEFAULT_MAX_TOKENS``, as on Anthropic's API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfbench.errors import TargetError
+from perfbench.http import CallFailed, Response
+from perfbench.suite import Case
+from perfbench.targets import sse
+from perfbench.targets.chat import (
+    Messages,
+    ModelReply,
+    ToolCall,
+    exact_output,
+    json_object,
+    text_of,
+    usage_dict,
+)
+
+# The usage object is Chat Completions' own (the SDK's ``CompletionUsage`` serves both APIs).
+from perfbench.targets.openai_chat import _name, _usage, read_stream
+from perfbench.task import ModelCall
+
+DEFAULT_MAX_TOKENS = 1024
+
+
+class OpenAICompletions:
+    name = "openai-completions"
+
+    def __init__(self, model: str, *, extras: bool = False) -> None:
+        self.model = model
+        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
+
+    def refuse(self, case: Case) -> None:
+        """A case with tools cannot run here: said before the run, naming it (Target.check)."""
+        if case.tools:
+            raise TargetError(refusal(case))
+
+    def opening(self, case: Case) -> Messages:
+        self.refuse(case)  # a library caller who skipped Target.check
+        return [{"prompt": prompt(case)}]
+
+    def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": messages[0]["prompt"],
+            "temperature": case.temperature,
+            "max_tokens": case.max_tokens or DEFAULT_MAX_TOKENS,
+        }
+        exact_output(body, case, self.extras)
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # usage arrives in a last chunk
+        return "/completions", body
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key else {}
+
+    async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
+        if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
+            return _whole(await response.aread())
+        reply = ModelReply()
+        text: list[str] = []
+        await read_stream(response, call, lambda chunk: _apply(chunk, reply, text, call))
+        reply.text = "".join(text)
+        return reply
+
+    def extend(
+        self, messages: Messages, reply: ModelReply, results: list[tuple[ToolCall, str]]
+    ) -> None:
+        """Never called: a completion has no tool calls, so every task is one model call."""
+
+
+def refusal(case: Case) -> str:
+    names = ", ".join(t.name for t in case.tools)
+    return (
+        f"case '{case.id}' has tools ({names}), and the legacy completions API "
+        "(/v1/completions) has no tool calling: run it with --api chat or --api responses, "
+        "or leave it out of this suite"
+    )
+
+
+def prompt(case: Case) -> str:
+    """The case as one prompt (module docstring)."""
+    if case.input is not None:
+        return f"{case.system}\n\n{case.input}" if case.system else case.input
+    turns = [f"System: {case.system}"] if case.system else []
+    turns += [f"{m.role.capitalize()}: {m.content}" for m in case.messages or []]
+    return "\n\n".join([*turns, "Assistant:"])
+
+
+def _apply(chunk: dict[str, Any], reply: ModelReply, text: list[str], call: ModelCall) -> None:
+    for choice in chunk.get("choices") or ():
+        piece = text_of(choice.get("text"), "a choice's text")
+        if piece:
+            call.token(content=True)
+            text.append(piece)
+        finish = choice.get("finish_reason")
+        if finish:
+            reply.finish = finish
+    usage = chunk.get("usage")
+    if usage and isinstance(usage, dict):
+        _usage(usage, reply)
+    if reply.model is None and "model" in chunk:
+        reply.model = _name(chunk["model"])
+
+
+def _whole(raw: bytes) -> ModelReply:
+    doc = json_object(raw)
+    try:
+        choice = doc["choices"][0]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise CallFailed("malformed_stream", "reply has no choices[0]") from exc
+    reply = ModelReply(
+        text=text_of(choice.get("text"), "a choice's text"),
+        finish=choice.get("finish_reason"),
+        model=_name(doc.get("model")),
+    )
+    _usage(usage_dict(doc.get("usage")), reply)
+    return reply
