@@ -73,9 +73,10 @@ class Step:
     # them (its queueing when busy). Not in ``duration`` nor the task's latency, which end at
     # the arrival; here so that it is seen rather than hidden.
     read_delay: float | None = None
+    turn: int | None = None  # a multi-turn case's turn (0, 1, …); None for every other case
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "kind": self.kind,
             "name": self.name,
             "start": self.start,
@@ -89,6 +90,9 @@ class Step:
             "tokens_out": self.tokens_out,
             "status": self.status,
         }
+        if self.turn is not None:  # only multi-turn cases pay for the key
+            doc["turn"] = self.turn
+        return doc
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Step:

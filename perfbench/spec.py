@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfbench.errors import PerfbenchError, StoreError
+from perfbench.http.urls import recorded_url
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.sample import Phase
+from perfbench.stats import goodput
+from perfbench.stats.goodput import Slo
 from perfbench.stats.knee import StopRule
 from perfbench.targets.registry import TargetSpec
 
@@ -118,6 +121,10 @@ class RunSpec:
     label: str | None = None
     prices: str | None = None  # the dated price override file, absolute; None: none
     out: str | None = "runs"
+    slo: str | None = None  # run --slo "ttft<500ms,tpot<50ms": goodput is counted against it
+    # run --server-metrics URL: the target's Prometheus page, read every scrape_interval s.
+    server_metrics: str | None = None
+    scrape_interval: float = 1.0
 
     @classmethod
     def build(
@@ -129,6 +136,9 @@ class RunSpec:
         label: str | None = None,
         prices: Path | None = None,
         out: Path | None = Path("runs"),
+        slo: str | None = None,
+        server_metrics: str | None = None,
+        scrape_interval: float = 1.0,
     ) -> RunSpec:
         """A spec from what a user gave: paths made absolute (a resumed run may start from
         another folder), the working directory's price file taken now if none is named."""
@@ -139,6 +149,9 @@ class RunSpec:
             label=label,
             prices=_prices(prices),
             out=None if out is None else str(out),
+            slo=slo,
+            server_metrics=server_metrics,
+            scrape_interval=scrape_interval,
         )
 
     def load_suite(self) -> Suite:
@@ -168,7 +181,14 @@ class RunSpec:
             "label": self.label,
             "prices": self.prices,
             "out": self.out,
+            "slo": self.slo,
+            "server_metrics": recorded_url(self.server_metrics) if self.server_metrics else None,
+            "scrape_interval": self.scrape_interval,
         }
+
+    def objectives(self) -> Slo | None:
+        """The parsed --slo (checked when the spec is built by the CLI, again here)."""
+        return goodput.parse(self.slo) if self.slo else None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> RunSpec:
@@ -179,6 +199,9 @@ class RunSpec:
             label=doc.get("label"),
             prices=doc.get("prices"),
             out=doc.get("out"),
+            slo=doc.get("slo"),
+            server_metrics=doc.get("server_metrics"),
+            scrape_interval=doc.get("scrape_interval", 1.0),
         )
 
     @classmethod

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -132,7 +132,8 @@ class Expect(_Strict):
 
 
 class Case(_Strict):
-    """One agent task. ``input`` (a user message) or ``messages`` (a conversation), not both."""
+    """One agent task. ``input`` (a user message), ``messages`` (a conversation to answer) or
+    ``turns`` (user turns, each sent after the model's answer to the last): one of them."""
 
     id: str = Field(pattern=_NAME)
     name: str = ""
@@ -140,6 +141,10 @@ class Case(_Strict):
     tags: list[str] = Field(default_factory=list)
     input: str | None = Field(default=None, min_length=1)
     messages: list[Message] | None = Field(default=None, min_length=1)
+    # A multi-turn conversation: each user turn sent after the model's real answer to the one
+    # before (its tool calls run on the way), so every turn's context is what a user would
+    # have. One task is the whole conversation.
+    turns: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
     system: str | None = None
     tools: list[Tool] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
@@ -167,8 +172,8 @@ class Case(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Case:
-        if (self.input is None) == (self.messages is None):
-            raise ValueError("give exactly one of 'input' or 'messages'")
+        if [self.input, self.messages, self.turns].count(None) != 2:
+            raise ValueError("give exactly one of 'input', 'messages' or 'turns'")
         if self.output_tokens and self.max_tokens and self.max_tokens < self.output_tokens:
             wanted = f"max_tokens ({self.max_tokens}) is below output_tokens ({self.output_tokens})"
             raise ValueError(f"{wanted}: the output asked cannot fit")
@@ -182,6 +187,8 @@ class Case(_Strict):
         """All the text the case sends, for language detection and size."""
         if self.input is not None:
             return self.input
+        if self.turns is not None:
+            return "\n".join(self.turns)
         return "\n".join(m.content for m in self.messages or [])
 
     @property
@@ -218,7 +225,7 @@ class _Found:
 
 # Fields added after suites were first digested: left out at their default, so a suite that
 # does not use them keeps its digest (and stays comparable with runs made before).
-_LATER_FIELDS: dict[str, Any] = {"parallel_tools": True, "output_tokens": None}
+_LATER_FIELDS: dict[str, Any] = {"parallel_tools": True, "output_tokens": None, "turns": None}
 
 
 def _canonical(case: Case) -> dict[str, Any]:

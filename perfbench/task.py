@@ -46,6 +46,7 @@ class Task:
     # Told of each 429 answer as it arrives (the engine's adaptive controller), not at the end.
     on_refusal: Callable[[float, float | None], None] | None = None
     told: int = 0  # 429s on_refusal was told of
+    turn: int | None = None  # a multi-turn case: the turn being run, stamped on its steps
     _open: Step | None = None  # the step in progress, closed by a failed sample
     _gaps: int = 0
     _gap_sum: float = 0.0
@@ -77,14 +78,14 @@ class Task:
         return random.Random(int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest()))
 
     def model_call(self, name: str) -> ModelCall:
-        step = Step(kind="model", name=name, start=self.now())
+        step = Step(kind="model", name=name, start=self.now(), turn=self.turn)
         self.steps.append(step)
         self._open = step
         return ModelCall(self, step)
 
     @contextmanager
     def tool_call(self, name: str) -> Iterator[Step]:
-        step = Step(kind="tool", name=name, start=self.now())
+        step = Step(kind="tool", name=name, start=self.now(), turn=self.turn)
         self.steps.append(step)
         self._open = step
         try:

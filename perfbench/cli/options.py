@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from perfbench.load import Adaptive, Load, Rate
+from perfbench.load import trace as trace_file
 from perfbench.spec import Plan, TargetSpec, auto_workers
 from perfbench.targets.retry import MAX_WAIT_S
 
@@ -241,7 +242,10 @@ def load_shape(
     maximum: int,
     start: int,
     decrease: float,
+    trace: Path | None = None,
 ) -> Load | None:
+    if trace is not None:
+        return _replay(trace, rate, adaptive, duration, max_in_flight)
     if rate is not None and adaptive:
         raise typer.BadParameter("choose one load shape: --rate (open loop) or --adaptive")
     if arrival not in ("constant", "poisson"):
@@ -254,6 +258,19 @@ def load_shape(
     if adaptive:
         return Adaptive(start=start, maximum=maximum, decrease=decrease)
     return None
+
+
+def _replay(
+    path: Path, rate: float | None, adaptive: bool, duration: float | None, cap: int | None
+) -> Rate:
+    """--trace: the open loop at the trace's own arrival times (its mean rate, for show)."""
+    if rate is not None or adaptive or duration is not None:
+        raise typer.BadParameter("--trace replays its own arrivals: drop --rate, --adaptive "
+                                 "and --duration")  # fmt: skip
+    offsets = trace_file.read(path)
+    span = offsets[-1]
+    return Rate(len(offsets) / span if span > 0 else float(len(offsets)), "constant", None, cap,
+                trace=offsets)  # fmt: skip
 
 
 def levels(text: str | None, name: str) -> tuple[float, ...]:

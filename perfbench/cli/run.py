@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from perfbench import api, config
-from perfbench.cli import options
+from perfbench import api
+from perfbench.cli import auto, options
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
@@ -26,14 +26,13 @@ from perfbench.cli.options import (
 )
 from perfbench.cli.output import err, errors, out, print_result
 from perfbench.engine.results import RunResult
-from perfbench.errors import GateError
+from perfbench.errors import GateError, TargetError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
-from perfbench.report.format import TITLES, seconds
+from perfbench.http.urls import checked_url
+from perfbench.report.format import seconds
 from perfbench.spec import SYNTHETIC, Plan, RunSpec, TargetSpec
-from perfbench.stats import planning
+from perfbench.stats import goodput
 from perfbench.stats.advice import client_bound
-from perfbench.stats.gate import build_rules
-from perfbench.stats.thresholds import quantity
 
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
@@ -70,6 +69,15 @@ def run(
             rich_help_panel="Load",
             min=0.001,
             help="Open loop: seconds per run (default: one pass over the suite × --repeat).",
+        ),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel="Load",
+            help="Open loop replaying a trace: a JSONL file of arrival times (timestamp in ms, "
+            "as Mooncake and AIPerf traces, or timestamp_s), each pass starting a task at each "
+            "one; latency is also reported from each task's intended start.",
         ),
     ] = None,
     max_in_flight: Annotated[
@@ -148,6 +156,28 @@ def run(
             "detect instead.",
         ),
     ] = 20,
+    slo: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Output",
+            help="Service-level objectives for goodput: 'ttft<500ms,tpot<50ms' (also e2e, per "
+            "request, and latency, per task). The run reports the share and rate of requests "
+            "and tasks meeting every one; failed and refused ones count as misses.",
+        ),
+    ] = None,
+    server_metrics: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Output",
+            help="The server's Prometheus page (vLLM, SGLang, TGI: http://host:8000/metrics), "
+            "read every --scrape-interval seconds during the run into server_metrics.jsonl, "
+            "and summarised (running and waiting requests, KV-cache use) beside the run's.",
+        ),
+    ] = None,
+    scrape_interval: Annotated[
+        float,
+        typer.Option(rich_help_panel="Output", min=0.1, help="Seconds between scrapes."),
+    ] = 1.0,
     *,
     flags: Flags,
 ) -> None:
@@ -163,18 +193,21 @@ def run(
     then a report comparing them (the first is the baseline) in --out/targets-<time>/.
     """
     options.check_resume(ctx, resume is not None)
-    options.check_load(ctx, rate is not None, adaptive)
+    options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
     if resume is not None:
         code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
         raise typer.Exit(code)
     with errors():
         shape = options.load_shape(
-            rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease
-        )
+            rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
+            trace,
+        )  # fmt: skip
         plan = options.plan(flags, concurrency=concurrency, load=shape)
-        wanted = _wanted(detect, max_runs) if flags["runs"] == "auto" else None
-        specs = [run_spec(cases, flags, plan, t) for t in options.target_specs(flags)]
+        wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
+        extra = {"slo": _objectives(slo), "server_metrics": _metrics_url(server_metrics),
+                 "scrape_interval": scrape_interval}  # fmt: skip
+        specs = [run_spec(cases, flags, plan, t, **extra) for t in options.target_specs(flags)]
     codes, results = [], []
     for spec in specs:
 
@@ -243,67 +276,29 @@ def _targets_report(results: list[RunResult], plan: Plan, console: Console) -> N
     console.print(f"Report comparing them: {path}", highlight=False, markup=False, emoji=False)
 
 
-def _wanted(detect: str, max_runs: int) -> planning.Wanted:
+def _objectives(text: str | None) -> str | None:
+    """--slo, checked now (a usage error, exit 2), recorded as given."""
+    if text is None:
+        return None
     try:
-        effect = quantity(detect, "--detect")
+        return goodput.parse(text).text
     except GateError as exc:
         raise typer.BadParameter(str(exc)) from None
-    if not 0 < effect < 10:
-        raise typer.BadParameter(f"--detect {detect}: a relative change such as 10% or 25%")
-    settings = config.compare_settings(config.find(Path.cwd()))
-    return planning.Wanted(effect, max_runs, build_rules(settings))
 
 
-def auto_runs_line(doc: dict[str, Any]) -> str:
-    """What `--runs auto` settled on, and what to do where it fell short."""
-    runs, goal = doc["runs"], f"{100 * doc['detect']:g}%"
-    lines = []
-    if doc.get("metric") is None:
-        lines.append(
-            f"warning: --runs auto kept {runs} runs: no gated timing can be flagged for a "
-            f"{goal} change (within each one's threshold, or without spread). To fix: ask a "
-            "larger --detect, or lower the thresholds (--max-regression METRIC=X%)."
-        )
-    elif doc["reached"]:
-        lines.append(
-            f"--runs auto: {runs} runs, enough for compare to see a {goal} slowdown that moves "
-            f"every timing ({_metric(doc['metric'])}, at a run-to-run CV of {_pct(doc['cv'])}, "
-            f"needs {doc['needed']}); give the other side --runs {runs} too."
-        )
-    else:
-        can = doc.get("detectable")
-        seen = f"; these runs can see about {100 * can:.0f}%" if can else ""
-        lines.append(
-            f"warning: --runs auto stopped at --max-runs {runs}: a {goal} slowdown needs "
-            f"{doc['needed']} runs ({_metric(doc['metric'])}, the cheapest timing, at CV "
-            f"{_pct(doc['cv'])}){seen}. To fix: --max-runs {doc['needed']}, a higher --repeat, "
-            "or a larger --detect."
-        )
-    hardest = doc.get("hardest")
-    if hardest and hardest[0] != doc.get("metric") and hardest[1] > runs:
-        lines.append(
-            f"note: a {goal} change in {_metric(hardest[0])} alone needs {hardest[1]} runs "
-            f"(`perfbench plan RUN --detect {goal}` says per metric)."
-        )
-    for item in doc.get("unreachable") or []:
-        lines.append(
-            f"warning: {_metric(item['metric'])} cannot show {goal} in any number of runs: its "
-            f"run-to-run CV of {_pct(item['cv'])} puts the gate's noise bar above it. To fix: "
-            "raise --repeat (more tasks a run lower the CV as 1/sqrt(tasks))."
-        )
-    return "\n".join(lines)
-
-
-def _metric(name: str) -> str:
-    return TITLES.get(name, name)
-
-
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{100 * value:.1f}%"
+def _metrics_url(url: str | None) -> str | None:
+    try:
+        return checked_url(url, "--server-metrics") if url else None
+    except TargetError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def run_spec(
-    cases: list[Path] | None, flags: Flags, plan: Plan, target: TargetSpec | None = None
+    cases: list[Path] | None,
+    flags: Flags,
+    plan: Plan,
+    target: TargetSpec | None = None,
+    **more: Any,
 ) -> RunSpec:
     sources: list[Path | str] = list(cases or [])
     if flags["synthetic"] is not None:
@@ -319,6 +314,7 @@ def run_spec(
         label=flags["label"],
         prices=flags["prices"],
         out=flags["out_dir"],
+        **more,  # run's own: slo, server_metrics, scrape_interval
     )
 
 
@@ -339,7 +335,7 @@ def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCo
 def _report(result: RunResult, code: ExitCode, console: Console) -> None:
     print_result(result.summary, result.meta, console)
     if "runs_auto" in result.meta:
-        console.print(auto_runs_line(result.meta["runs_auto"]), highlight=False)
+        console.print(auto.line(result.meta["runs_auto"]), highlight=False)
     console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
     if code == ExitCode.ERRORS:
         console.print(

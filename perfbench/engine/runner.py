@@ -216,8 +216,10 @@ class Runner:
         omission): a task that could not start because of ``max_in_flight`` is recorded as
         dropped; how late each one started is on its sample (start − scheduled)."""
         count = rate.count(len(todo))
-        offsets = schedule(
-            rate.per_second, rate.arrival, count, f"{self.plan.seed}|{phase}|{index}"
+        offsets = (
+            list(rate.trace)
+            if rate.trace is not None
+            else schedule(rate.per_second, rate.arrival, count, f"{self.plan.seed}|{phase}|{index}")
         )
         seen: dict[str, int] = {}
         base = self.clock() if base is None else base

@@ -12,13 +12,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from perfbench import host, store
 from perfbench.clock import Clock, default_clock
 from perfbench.engine.fleet import Fleet
 from perfbench.engine.observer import RunObserver, wants
 from perfbench.engine.results import RunResult
 from perfbench.engine.resume import Resume
-from perfbench.engine.runner import Runner
+from perfbench.engine.runner import Outcome, Runner
+from perfbench.engine.scraper import SERVER_METRICS, Scraper
 from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
 from perfbench.sample import Sample
@@ -69,7 +72,8 @@ class Session:
         self.target = target if target is not None else spec.build_target(server_url)
         self.target.check(self.suite)  # a suite it cannot run is refused before anything runs
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
-        self.summarizer = Summarizer({c.id: c.timeout_s for c in self.suite.cases})
+        timeouts = {c.id: c.timeout_s for c in self.suite.cases}
+        self.summarizer = Summarizer(timeouts, spec.objectives())
         self.pricer = pricer if pricer is not None else spec.pricer()
         self.price_ref = self.target.price_ref
         watch = [self.observer.sample] if self.observer.wants_samples() else []
@@ -85,8 +89,10 @@ class Session:
             except BaseException:
                 self._lock.release()
                 raise
+        self._clock = clock
         self.engine = self._engine(clock)
         self.stopped_by: str | None = None
+        self.scraper: Scraper | None = None  # --server-metrics, made when the run starts
 
     def _engine(self, clock: Clock) -> Runner | Fleet:
         on_pass = self.observer.pass_started if wants(self.observer, "pass_started") else None
@@ -154,7 +160,7 @@ class Session:
                 if self.spec.target.preflight:  # a target that is down fails the run now
                     await self.target.preflight()
                 self.pricer.prepare(self.price_ref)  # before the first task, not in it
-                outcome = await self.engine.run()
+                outcome = await self._measure(run_dir)
             status = "interrupted" if outcome.interrupted else "completed"
             meta["duration_s"] = outcome.finished - outcome.started
             raising = False
@@ -171,6 +177,8 @@ class Session:
             if client is not None:
                 summary["client"] = client
                 client["headroom"] = self._headroom(summary)
+            if self.scraper is not None:
+                summary["server_metrics"] = self.scraper.summary()
             aimd = self.engine.aimd
             if aimd is not None:
                 summary["adaptive"] = {
@@ -188,6 +196,19 @@ class Session:
             result = RunResult(run_dir, meta, summary)
             self.observer.run_finished(result)
         return result
+
+    async def _measure(self, run_dir: Path | None) -> Outcome:
+        """The engine's run, with the server's metrics read beside it (--server-metrics)."""
+        url = self.spec.server_metrics
+        if url is None:
+            return await self.engine.run()
+        out = run_dir / SERVER_METRICS if run_dir is not None else None
+        self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.scraper.run)
+            outcome = await self.engine.run()
+            tg.cancel_scope.cancel()  # the last scrape is the one before the tasks ended
+        return outcome
 
     def _headroom(self, summary: Summary) -> dict[str, Any] | None:
         """How much of this machine's calibrated ceiling the run used (None: not calibrated).

@@ -165,7 +165,7 @@ async def _work(start: Start, link: _Link) -> None:
     connections = plan.connections()  # 0 (no limit) stays 0
     mine = max(1, share.split(connections)) if connections else 0
     target = start.spec.target.build(mine, plan.seed, start.server_url)
-    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases})
+    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases}, start.spec.objectives())
 
     simulated = target.simulated
 

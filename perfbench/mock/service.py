@@ -42,7 +42,7 @@ _ID_PREFIX = {
     "completions": "cmpl-",
     "count_tokens": "",
 }
-KNOWN_PATHS = frozenset([*APIS, "/health", "/stats", "/stats/timings", "/v1/models"])
+KNOWN_PATHS = frozenset([*APIS, "/health", "/metrics", "/stats", "/stats/timings", "/v1/models"])
 
 
 @dataclass
@@ -133,12 +133,35 @@ class Service:
             plan.holds_slot = False
             self.limiter.release()
 
+    def _metrics(self) -> bytes:
+        """A serving engine's Prometheus metrics, under vLLM's names, so a run's server-metric
+        scrape (`run --server-metrics URL/metrics`) has something to read from the mock."""
+        model = f'{{model_name="{self.profile.name}"}}'
+        stats = self.stats
+        lines = [
+            "# HELP vllm:num_requests_running Requests being answered (perfbench mock).",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{model} {stats.in_flight}",
+            "# HELP vllm:num_requests_waiting Requests queued (the mock queues none).",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{model} 0",
+            "# HELP vllm:request_success_total Requests answered with 200.",
+            "# TYPE vllm:request_success_total counter",
+            f"vllm:request_success_total{model} {stats.by_status.get(200, 0)}",
+            "# HELP perfbench_mock_rate_limited_total Requests refused with a 429.",
+            "# TYPE perfbench_mock_rate_limited_total counter",
+            f"perfbench_mock_rate_limited_total {stats.rate_limited}",
+        ]
+        return ("\n".join(lines) + "\n").encode()
+
     def _route(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
         anthropic = path.startswith("/v1/messages") or "anthropic-version" in headers
         if (method, path) == ("GET", "/health"):
             return _json({"status": "ok", "profile": self.profile.name})
         if (method, path) == ("GET", "/stats"):
             return _json(self.stats.as_json())
+        if (method, path) == ("GET", "/metrics"):
+            return SendPlan(headers={"content-type": PROMETHEUS}, body=self._metrics())
         if (method, path) == ("GET", "/stats/timings"):
             return _json({"timings": self.stats.timings})
         if (method, path) == ("GET", "/v1/models"):
@@ -304,6 +327,9 @@ def _lateness(h: Histogram) -> dict[str, float | int | None]:
 
 def _created() -> int:
     return int(time.time())
+
+
+PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"  # the exposition format's own type
 
 
 def _json(doc: dict[str, Any], status: int = 200) -> SendPlan:

@@ -272,6 +272,8 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
             f"open loop: P95 from intended start {seconds(intended)}"
             f" · scheduler lag P99 {seconds(lag)}"
         )
+    lines.extend(_serving(summary["pooled"]["overall"]))
+    lines.extend(_server(summary.get("server_metrics")))
     adaptive = summary.get("adaptive")
     if adaptive and adaptive.get("converged_limit") is not None:
         lines.append(
@@ -279,3 +281,53 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
             f"({len(adaptive['history'])} changes)"
         )
     return Text("\n".join(lines))
+
+
+def _serving(pooled: Mapping[str, Any]) -> list[str]:
+    """Request-level figures (a task of 3 model calls is 3 requests), all runs pooled: TTFT
+    and TPOT percentiles, and goodput against --slo when given."""
+    lines = []
+    requests, ttft, tpot = pooled.get("requests"), pooled.get("ttft") or {}, pooled.get("tpot")
+    if requests and tpot and tpot.get("n"):
+        failed = pooled.get("request_error_rate") or 0.0
+        lines.append(
+            f"requests {requests} ({failed:.1%} failed) · TPOT {_pcts(tpot)} · TTFT "
+            f"{_pcts(ttft)} (P50/P90/P99 over all runs; TTFT: each task's first token)"
+        )
+    turn, turn_ttft = pooled.get("turn_latency"), pooled.get("turn_ttft") or {}
+    if turn and turn.get("n"):
+        lines.append(
+            f"turns {turn['n']} · per turn: latency {_pcts(turn)} · TTFT {_pcts(turn_ttft)} "
+            "(P50/P90/P99; multi-turn cases)"
+        )
+    good = pooled.get("goodput")
+    if good:
+        lines.append(
+            f"goodput ({good['slo']}): {_share(good['request_share'])} of requests "
+            f"({number(good['request_rate'], 2)}/s), {_share(good['task_share'])} of tasks "
+            f"({number(good['task_rate'], 2)}/s) met every objective"
+        )
+    return lines
+
+
+def _pcts(distribution: Mapping[str, Any]) -> str:
+    return "/".join(seconds(distribution.get(p)) for p in ("p50", "p90", "p99"))
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _server(scraped: Mapping[str, Any] | None) -> list[str]:
+    """What the server's own metrics said during the run (--server-metrics): its first few
+    series, the engines' queue and cache gauges first."""
+    if not scraped:
+        return []
+    head = f"server metrics: {scraped['scrapes']} scrapes of {scraped['url']}"
+    if scraped["failed"]:
+        head += f", {scraped['failed']} failed ({scraped['first_error']})"
+    shown = [
+        f"{key} max {number(entry['max'], 2)} mean {number(entry['mean'], 2)}"
+        for key, entry in list(scraped["series"].items())[:3]
+    ]
+    return [" · ".join([head, *shown])]

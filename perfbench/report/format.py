@@ -20,6 +20,8 @@ TITLES = {
     "tokens_in": "tokens in / task",
     "tokens_out": "tokens out / task",
     "cost": "cost / task",
+    "tpot_p50": "TPOT P50",
+    "goodput": "goodput (tasks meeting --slo)",
 }
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
-from perfbench.report.format import TITLES, change, p_value, quantity, spread, table
+from perfbench.report.format import TITLES, change, number, p_value, quantity, spread, table
 from perfbench.stats.advice import advise
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
@@ -59,6 +59,12 @@ def report(
     what = "throughput (and error and 429 rates when any run had some), per run"
     parts += _chart(figures, "throughput", what, CAPTIONS["throughput"])
     parts += _chart(figures, "tokens", "output tokens per second, per run", CAPTIONS["tokens"])
+    serving = _serving_table(runs)
+    if serving:
+        parts += _section("Requests: TPOT and goodput (each model call a request)", serving)
+    scraped = _server_table(runs)
+    if scraped:
+        parts += _section("Server metrics (the server's own, read during each run)", scraped)
     parts += _section("Tokens and cost per language", _language_table(runs))
     parts += _chart(figures, "cost", "cost per task by language, per run", CAPTIONS["cost"])
     if "cost" not in figures:
@@ -395,6 +401,48 @@ def _throughput_table(runs: Sequence[RunView]) -> str:
         )
     header = ("Run", "Tasks/s", "Output tokens/s", "Error rate", "429 answers per task")
     return table(header, rows, right=(1, 2, 3, 4))
+
+
+def _serving_table(runs: Sequence[RunView]) -> str | None:
+    """Request-level figures per run (docs/metrics.md), when any run has them: summaries made
+    before requests were counted have none, and get no table."""
+    if not any(_overall_median(v, "tpot.p50") or _overall_median(v, "requests") for v in runs):
+        return None
+    rows = []
+    for v in runs:
+        good = [r["overall"].get("goodput") for r in v.summary["runs"]]
+        slo = next((g["slo"] for g in good if g), None)
+        rows.append(
+            [
+                v.name,
+                spread(_overall_median(v, "request_rate"), "tasks/s"),
+                spread(_overall_median(v, "request_error_rate"), "rate"),
+                spread(_overall_median(v, "tpot.p50"), "s"),
+                spread(_overall_median(v, "tpot.p99"), "s"),
+                spread(_overall_median(v, "goodput.request_share"), "rate"),
+                spread(_overall_median(v, "goodput.task_share"), "rate"),
+                f"`{slo}`" if slo else "–",
+            ]
+        )
+    header = ("Run", "Requests/s", "Failed", "TPOT P50", "TPOT P99", "Goodput (requests)",
+              "Goodput (tasks)", "--slo")  # fmt: skip
+    return table(header, rows, right=(1, 2, 3, 4, 5, 6))
+
+
+def _server_table(runs: Sequence[RunView]) -> str | None:
+    """Each run's --server-metrics, its first series (queue and cache gauges first)."""
+    rows = []
+    for v in runs:
+        scraped = v.summary.get("server_metrics")
+        if not scraped:
+            continue
+        for key, entry in list(scraped["series"].items())[:8]:
+            rows.append([v.name, f"`{key}`", number(entry["min"], 2), number(entry["mean"], 2),
+                         number(entry["max"], 2), str(scraped["scrapes"])])  # fmt: skip
+        if scraped["failed"]:
+            rows.append([v.name, f"{scraped['failed']} scrapes failed", "–", "–", "–", "–"])
+    header = ("Run", "Series", "Min", "Mean", "Max", "Scrapes")
+    return table(header, rows, right=(2, 3, 4, 5)) if rows else None
 
 
 def _language_table(runs: Sequence[RunView]) -> str:

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from perfbench.sample import STATUSES, Sample
+from perfbench.sample import STATUSES, Sample, Step
+from perfbench.stats.goodput import Slo, request_figures
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
 
@@ -39,6 +40,7 @@ class Summary(TypedDict, total=False):
     timeline: dict[str, Any]  # tasks and latency by time since the session's start (timeline.py)
     client: dict[str, Any]  # how busy perfbench was (loop lag, CPU, headroom)
     adaptive: dict[str, Any]  # the AIMD limit's history and where it settled
+    server_metrics: dict[str, Any]  # run --server-metrics: the server's own gauges over time
 
 
 @dataclass
@@ -85,6 +87,17 @@ class _Group:
     expect_mismatch: int = 0
     first_start: float = float("inf")
     last_end: float = float("-inf")
+    # Requests (model calls): a task of 3 model calls is 3 requests (stats/goodput.py).
+    requests: int = 0
+    requests_failed: int = 0
+    tpot: Histogram = field(default_factory=Histogram)  # per request: time per output token
+    slo: Slo | None = None  # run --slo: goodput is counted against it
+    slo_tasks: int = 0
+    slo_requests: int = 0
+    # Multi-turn cases: each turn from its first step's start to its last step's end, and the
+    # TTFT of its first model call (what a user waits for after each message).
+    turn_latency: Histogram = field(default_factory=Histogram)
+    turn_ttft: Histogram = field(default_factory=Histogram)
 
     def add(self, s: Sample, timeout: float) -> None:
         self.counts[s.status] += 1
@@ -134,6 +147,12 @@ class _Group:
                 self.wait.add(st.wait)
             if st.read_delay is not None:
                 self.read_delay.add(st.read_delay)
+            if st.kind == "model":
+                self._request(st)
+        if self.slo is not None:
+            self.slo_tasks += self.slo.task_meets(s)
+        if s.status == "ok" and s.steps and s.steps[0].turn is not None:
+            self._turns(s.steps)
         # The tokenizer effect shows in the first call's input, before any tool results.
         first = next((st.tokens_in for st in s.steps if st.kind == "model"), None)
         if first is not None:
@@ -150,6 +169,30 @@ class _Group:
         if s.cost_reported is not None:
             self.cost_reported += s.cost_reported
             self.reported += 1
+
+    def _turns(self, steps: list[Step]) -> None:
+        spans: dict[int, list[float]] = {}
+        first_ttft: dict[int, float | None] = {}
+        for st in steps:
+            turn = st.turn if st.turn is not None else -1
+            span = spans.setdefault(turn, [st.start, st.start + st.duration])
+            span[0], span[1] = min(span[0], st.start), max(span[1], st.start + st.duration)
+            if st.kind == "model" and turn not in first_ttft:
+                first_ttft[turn] = st.ttft
+        for turn, (begin, end) in spans.items():
+            self.turn_latency.add(end - begin)
+            ttft = first_ttft.get(turn)
+            if ttft is not None:
+                self.turn_ttft.add(ttft)
+
+    def _request(self, st: Step) -> None:
+        self.requests += 1
+        self.requests_failed += st.status != "ok"
+        tpot = request_figures(st)["tpot"]
+        if tpot is not None and st.status == "ok":
+            self.tpot.add(tpot)
+        if self.slo is not None:
+            self.slo_requests += self.slo.request_meets(st)
 
     def _details(self, s: Sample) -> None:
         """What few samples carry (cache and reasoning tokens, a served model): off the
@@ -198,6 +241,14 @@ class _Group:
             entry[0] += count
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
+        self.requests += other.requests
+        self.requests_failed += other.requests_failed
+        self.tpot.merge(other.tpot)
+        self.slo = self.slo or other.slo
+        self.slo_tasks += other.slo_tasks
+        self.slo_requests += other.slo_requests
+        self.turn_latency.merge(other.turn_latency)
+        self.turn_ttft.merge(other.turn_ttft)
 
     def finish(self, window: float) -> Metrics:
         tasks = sum(n for k, n in self.counts.items() if k not in ("cancelled", "dropped"))
@@ -246,6 +297,26 @@ class _Group:
             "tool_calls": _per(self.tool_calls, tasks),
             "throughput": ok / window if window > 0 else None,
             "output_tokens_per_s": self.tokens_out / window if window > 0 else None,
+            "requests": self.requests,
+            "request_error_rate": _per(self.requests_failed, self.requests),
+            "request_rate": self.requests / window if window > 0 else None,
+            "tpot": self.tpot.summary(),
+            "turn_latency": self.turn_latency.summary(),
+            "turn_ttft": self.turn_ttft.summary(),
+            **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
+        }
+
+    def _goodput(self, tasks: int, window: float) -> dict[str, Any]:
+        """What met every objective of --slo: shares, and rates over the run's window."""
+        assert self.slo is not None
+        return {
+            "slo": self.slo.text,
+            "tasks": self.slo_tasks,
+            "task_share": _per(self.slo_tasks, tasks),
+            "task_rate": self.slo_tasks / window if window > 0 else None,
+            "requests": self.slo_requests,
+            "request_share": _per(self.slo_requests, self.requests),
+            "request_rate": self.slo_requests / window if window > 0 else None,
         }
 
     def histograms(self) -> dict[str, str]:
@@ -257,16 +328,17 @@ def _per(total: int, n: int) -> float | None:
     return total / n if n else None
 
 
-def _group(groups: dict[str, _Group], key: str) -> _Group:
+def _group(groups: dict[str, _Group], key: str, slo: Slo | None) -> _Group:
     group = groups.get(key)  # not setdefault: that would build a _Group on every call
     if group is None:
-        group = groups[key] = _Group()
+        group = groups[key] = _Group(slo=slo)
     return group
 
 
 class RunScopes:
-    def __init__(self) -> None:
-        self.overall = _Group()
+    def __init__(self, slo: Slo | None = None) -> None:
+        self.slo = slo
+        self.overall = _Group(slo=slo)
         self.cases: dict[str, _Group] = {}
         self.languages: dict[str, _Group] = {}
         self.tags: dict[str, _Group] = {}
@@ -276,19 +348,19 @@ class RunScopes:
 
     def add(self, s: Sample, timeout: float) -> None:
         self.overall.add(s, timeout)
-        _group(self.cases, s.case).add(s, timeout)
-        _group(self.languages, s.language).add(s, timeout)
+        _group(self.cases, s.case, self.slo).add(s, timeout)
+        _group(self.languages, s.language, self.slo).add(s, timeout)
         for tag in s.tags:
-            _group(self.tags, tag).add(s, timeout)
+            _group(self.tags, tag, self.slo).add(s, timeout)
 
     def merge(self, other: RunScopes) -> None:
         self.overall.merge(other.overall)
         for key, group in other.cases.items():
-            _group(self.cases, key).merge(group)
+            _group(self.cases, key, self.slo).merge(group)
         for key, group in other.languages.items():
-            _group(self.languages, key).merge(group)
+            _group(self.languages, key, self.slo).merge(group)
         for key, group in other.tags.items():
-            _group(self.tags, key).merge(group)
+            _group(self.tags, key, self.slo).merge(group)
 
     @property
     def window(self) -> float:
@@ -318,9 +390,10 @@ class Summarizer:
     """Feed it samples in any order (``add``); close each run when it ends to free its memory
     (``close_run``); ``finish`` returns the ``summary.json`` document."""
 
-    def __init__(self, timeouts: Mapping[str, float]) -> None:
+    def __init__(self, timeouts: Mapping[str, float], slo: Slo | None = None) -> None:
         self._timeouts = timeouts
-        self._pooled = RunScopes()  # every measured sample of every run, for distributions
+        self._slo = slo  # run --slo: goodput in every scope
+        self._pooled = RunScopes(slo)  # every measured sample of every run, for distributions
         self._windows = 0.0
         self._open: dict[int, RunScopes] = {}
         self._done: dict[int, Metrics] = {}
@@ -335,7 +408,7 @@ class Summarizer:
             return
         scopes = self._open.get(s.run)
         if scopes is None:
-            scopes = self._open[s.run] = RunScopes()
+            scopes = self._open[s.run] = RunScopes(self._slo)
         scopes.add(s, self._timeouts.get(s.case, 0.0))
 
     def close_run(self, run: int) -> None:
@@ -388,9 +461,11 @@ class Summarizer:
         return summary
 
 
-def summarize(samples: Iterable[Sample], timeouts: Mapping[str, float]) -> Summary:
+def summarize(
+    samples: Iterable[Sample], timeouts: Mapping[str, float], slo: Slo | None = None
+) -> Summary:
     """The summary of a finished set of samples (what a run directory's samples.jsonl holds)."""
-    summarizer = Summarizer(timeouts)
+    summarizer = Summarizer(timeouts, slo)
     for s in samples:
         summarizer.add(s)
     return summarizer.finish()

@@ -173,12 +173,14 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
     if (run_dir / SUMMARY).is_file():
         summary: Summary = read_json(run_dir / SUMMARY)
         return summary
+    from perfbench.stats.goodput import parse
     from perfbench.stats.summary import (
         summarize,  # only here: stats is not needed to write a run
     )
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
-    return summarize(read_samples(run_dir), timeouts)
+    slo = (meta.get("spec") or {}).get("slo")
+    return summarize(read_samples(run_dir), timeouts, parse(slo) if slo else None)
 
 
 def owner() -> Owner:

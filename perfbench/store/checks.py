@@ -278,6 +278,7 @@ _LOAD_FIELDS: dict[str, Shape] = {
     "arrival": one_of("constant", "poisson"),
     "duration_s": Maybe(NUMBER),
     "max_in_flight": Maybe(COUNT),
+    "trace": Maybe(ListOf(NUMBER)),  # run --trace: the arrivals replayed, seconds from 0
     "start": COUNT,
     "maximum": COUNT,
     "decrease": NUMBER,

@@ -100,26 +100,40 @@ class ModelAgent(Target):
 
     async def run(self, task: Task) -> Sample:
         case = task.case
-        messages = self.api.opening(case)
+        turns: list[str | None] = list(case.turns) if case.turns else [None]
+        first = case if case.turns is None else case.model_copy(update={"input": turns[0]})
+        messages = self.api.opening(first)
         called: list[str] = []
-        for step in range(case.max_steps):
-            try:
-                reply = await self._call(task, messages, step)
-            except CallFailed as err:
-                return task.sample(status_of(err.kind), error_kind=err.kind, error=err.message)
-            if not reply.tool_calls:  # the task ended when its final answer arrived
-                last = task.steps[-1]
-                end = last.start + last.duration
-                return task.sample("ok", expect_ok=case.expect.check(called, reply.text), end=end)
-            results = await self._run_tools(task, reply.tool_calls)
-            called += [call.name for call in reply.tool_calls]
-            self.api.extend(messages, reply, results)
-        return task.sample(
-            "error",
-            error_kind="max_steps",
-            error=f"no final answer after max_steps={case.max_steps}",
-            expect_ok=case.expect.check(called, None),
-        )
+        reply = ModelReply()
+        calls = 0  # model calls so far, over every turn: each one's request key is its own
+        for number, text in enumerate(turns):
+            if number:  # the model's real answer, then the next user turn
+                messages += [{"role": "assistant", "content": reply.text},
+                             {"role": "user", "content": text}]  # fmt: skip
+            if case.turns is not None:
+                task.turn = number
+            for _ in range(case.max_steps):  # a turn ends with an answer without tool calls
+                try:
+                    reply = await self._call(task, messages, calls)
+                except CallFailed as err:
+                    return task.sample(status_of(err.kind), error_kind=err.kind, error=err.message)
+                calls += 1
+                if not reply.tool_calls:
+                    break
+                results = await self._run_tools(task, reply.tool_calls)
+                called += [call.name for call in reply.tool_calls]
+                self.api.extend(messages, reply, results)
+            else:
+                return task.sample(
+                    "error",
+                    error_kind="max_steps",
+                    error=f"no final answer after max_steps={case.max_steps}"
+                    + (f" in turn {number + 1}" if case.turns else ""),
+                    expect_ok=case.expect.check(called, None),
+                )
+        last = task.steps[-1]  # the task ended when its (last turn's) final answer arrived
+        end = last.start + last.duration
+        return task.sample("ok", expect_ok=case.expect.check(called, reply.text), end=end)
 
     async def _run_tools(self, task: Task, calls: list[ToolCall]) -> list[tuple[ToolCall, str]]:
         """The tools one model turn asked for: at once (each its own step, overlapping in

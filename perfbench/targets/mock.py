@@ -58,11 +58,31 @@ class MockAgent(Target):
 
     async def run(self, task: Task) -> Sample:
         case = task.case
-        messages = _opening(case)
-        tools = self._specs(case)
+        texts = list(case.turns) if case.turns else [None]
+        messages = _opening(case) if case.turns is None else [*_opening(case), texts[0] or ""]
         called: list[str] = []
+        steps = 0  # over every turn: each model call's draw key is its own
+        answer: str | None = None
+        for number, text in enumerate(texts):
+            if number:  # the model's answer is in messages already; the next user turn
+                messages.append(text or "")
+            if case.turns is not None:
+                task.turn = number
+            ended = await self._turn(task, messages, called, steps)
+            if isinstance(ended, Sample):
+                return ended
+            steps, answer = ended
+        return task.sample("ok", expect_ok=case.expect.check(called, answer))
+
+    async def _turn(
+        self, task: Task, messages: list[str], called: list[str], first: int
+    ) -> Sample | tuple[int, str]:
+        """One user turn: model calls and tool calls until an answer without tool calls (the
+        model calls made so far, and the answer), or the failed sample."""
+        case = task.case
+        tools = self._specs(case)
         prefix = f"{task.seed}|{case.id}|{task.phase}|{task.run}|{task.iteration}"
-        for step in range(case.max_steps):
+        for step in range(first, first + case.max_steps):
             turn = Turn(
                 model=self._model,
                 messages=tuple(messages),
@@ -92,7 +112,7 @@ class MockAgent(Target):
                 return failed
             messages.append(reply.text)
             if not reply.calls:
-                return task.sample("ok", expect_ok=case.expect.check(called, reply.text))
+                return step + 1, reply.text
             names = [c.name for c in reply.calls]
             unknown = next((n for n in names if not any(t.name == n for t in case.tools)), None)
             if unknown is not None:
@@ -107,7 +127,8 @@ class MockAgent(Target):
         return task.sample(
             "error",
             error_kind="max_steps",
-            error=f"no final answer after max_steps={case.max_steps}",
+            error=f"no final answer after max_steps={case.max_steps}"
+            + (f" in turn {task.turn + 1}" if task.turn is not None else ""),
             expect_ok=case.expect.check(called, None),
         )
 

@@ -47,6 +47,11 @@ class OpenAICompletions:
         """A case with tools cannot run here: said before the run, naming it (Target.check)."""
         if case.tools:
             raise TargetError(refusal(case))
+        if case.turns:
+            raise TargetError(
+                f"case '{case.id}' has turns, and the legacy completions API (/v1/completions) "
+                "has no conversation: run it with --api chat or --api responses"
+            )
 
     def opening(self, case: Case) -> Messages:
         self.refuse(case)  # a library caller who skipped Target.check

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from perfbench import api, store
-from perfbench.cli.run import auto_runs_line
+from perfbench.cli.auto import line as auto_runs_line
 from perfbench.errors import StoreError
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.stats import planning

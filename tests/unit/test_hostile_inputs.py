@@ -503,8 +503,9 @@ ODD_SCALARS = [
     "!!str 5", "!!null x", "!!timestamp nope", "2024-01-01", "2001-12-14t21:59:43.10-05:00",
     "2024-13-45", '"\\ud83d\\ude00"', '"\\0"', '"\\x07\\e"', '"\\u2028"', "=", "~", "null",
     ".inf", "-.inf", ".nan", "yes", "no", "on", "1:20", "0o17", "017", "1_000", "'quoted'",
-    str(2**63 - 1), str(-(2**63)), "[" * 40 + "]" * 40, "\x85", "\ufeff", "\u202e",
-    '"\\t"',  # a tab, quoted: bare, it cannot start a token inside a flow (`[\t]` is no YAML)
+    str(2**63 - 1), str(-(2**63)), "[" * 40 + "]" * 40, '"\\x85"', "\ufeff", "\u202e",
+    # A tab and NEL quoted: bare, neither can start a token inside a flow (`[\t]` is no YAML).
+    '"\\t"',
     "hi", "0", "1", "0.5", "true", "t", "u", "en", "''", '""',
 ]  # fmt: skip
 

@@ -268,7 +268,7 @@ BAD_FILES = {
         """,
         4,
         "cases[1]",
-        "give exactly one of 'input' or 'messages'",
+        "give exactly one of 'input', 'messages' or 'turns'",
     ),
     "neither-input-nor-messages": Bad(
         """\
@@ -278,7 +278,7 @@ BAD_FILES = {
         """,
         2,
         "cases[0]",
-        "give exactly one of 'input' or 'messages'",
+        "give exactly one of 'input', 'messages' or 'turns'",
     ),
     "bad-message-role": Bad(
         """\

@@ -1,0 +1,33 @@
+"""`run --slo` end to end: goodput in summary.json and the console, recorded in the spec, and
+recomputed with it when a run's summary.json is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import CASES, cli
+
+
+def test_goodput_is_reported_recorded_and_recomputed(tmp_path: Path) -> None:
+    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock+http", "--slo", "ttft<2s,tpot<1s",
+               "--runs", "1", "--warmup", "0", "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "goodput (ttft<2s,tpot<1s): 100.0% of requests" in " ".join(done.stdout.split())
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    assert json.loads((run_dir / "meta.json").read_text())["spec"]["slo"] == "ttft<2s,tpot<1s"
+    good = json.loads((run_dir / "summary.json").read_text())["pooled"]["overall"]["goodput"]
+    assert good["task_share"] == 1.0 and good["requests"] >= good["tasks"] > 0
+    report = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Requests: TPOT and goodput" in text and "`ttft<2s,tpot<1s`" in text
+    (run_dir / "summary.json").unlink()  # killed before writing it: recomputed from samples
+    shown = cli("show", str(run_dir))
+    assert shown.returncode == 0 and "goodput (ttft<2s,tpot<1s)" in shown.stdout, shown.stderr
+
+
+def test_a_mistyped_objective_is_a_usage_error(tmp_path: Path) -> None:
+    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--slo", "ttfb<1s",
+               "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 2 and "'ttfb' is not one of ttft, tpot, e2e, latency" in done.stderr
