@@ -62,7 +62,9 @@ class Scraper:
         t = self.clock() - self.t0
         try:
             values = parse(await _fetch(client, self.url))
-        except (httpx.HTTPError, ValueError, _Refused) as exc:
+        # Broad on purpose: the server's metrics are an observation beside the run, and no
+        # page it serves (or fails to) may end the run; each failure is recorded as a line.
+        except Exception as exc:
             self.failed += 1
             error = f"{type(exc).__name__}: {exc}"[:300]
             self.first_error = self.first_error or error
