@@ -68,8 +68,15 @@ lint: $(STAMP) ## ruff and mypy --strict
 	$(VENV)/bin/ruff format --check perfbench tests
 	$(VENV)/bin/mypy --strict perfbench
 
+# The rest of the suite runs in two processes (pytest-xdist, a file to a process: most of it
+# waits on child processes, servers and sockets); the timing tests, and the end-to-end files
+# that assert latencies against the mock's profile, run after it alone, on an idle machine.
+SERIAL := $(TIMING) tests/e2e/test_mock_server.py tests/e2e/test_sweep_http.py \
+	tests/e2e/test_calibrate.py
+
 test: lint ## lint, type-check and run the test suite
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile $(SERIAL:%=--ignore=%)
+	$(PY) -m pytest -q $(SERIAL)
 
 timing: $(STAMP) ## the timing tests alone (on another Python: PYTHON=python3.12 VENV=.venv-3.12)
 	$(PY) -m pytest -q -p no:cacheprovider $(TIMING)
