@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -76,9 +77,13 @@ def mock_serve(
         warning(_exposed(server.exposed))
     if until_stdin_closes:
         stop_when_closed(loop, sys.stdin.fileno())
+    # Ctrl-C stops the loop between callbacks. Python's own KeyboardInterrupt could be raised
+    # inside one (a connection's eof_received, as a client hangs up), where uvloop reports it
+    # as a transport's fatal error and swallows it: the server then served on, unstoppable.
+    loop.add_signal_handler(signal.SIGINT, loop.stop)
     try:
         loop.run_forever()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # one that arrived before the handler was set
         pass
     finally:
         loop.run_until_complete(server.stop())

@@ -123,10 +123,19 @@ def _served(*options: str) -> Iterator[tuple[str, list[str]]]:
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            stderr.append(proc.communicate(timeout=20)[1])
-        except subprocess.TimeoutExpired:  # seen on a loaded machine: what it said still counts
+            stderr.append(proc.communicate(timeout=10)[1])
+        except subprocess.TimeoutExpired:
             proc.kill()
-            stderr.append(proc.communicate()[1])
+            proc.communicate()
+            raise AssertionError("mock serve did not stop on Ctrl-C within 10 s") from None
+
+
+def test_mock_serve_stops_on_ctrl_c_right_after_a_client_hangs_up() -> None:
+    """A Ctrl-C as a client closes its connection was raised inside the loop's callback for
+    that close, where uvloop swallowed it: 1 in 3 servers then served on, unstoppable."""
+    for _ in range(8):
+        with _served("--host", "0.0.0.0") as (url, _stderr):
+            assert httpx.get(url + "/health", timeout=5).status_code == 200
 
 
 def _has_ipv6_loopback() -> bool:
