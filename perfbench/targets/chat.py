@@ -139,3 +139,16 @@ def exact_output(body: dict[str, Any], case: Case, extras: bool) -> None:
     if extras:
         body["min_tokens"] = case.output_tokens
         body["ignore_eos"] = True
+
+
+def openai_stream(body: dict[str, Any], stream: bool) -> None:
+    """Ask an OpenAI-style API (Chat Completions, legacy completions) to stream, with usage in
+    a last chunk."""
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+
+
+def bearer(key: str | None) -> dict[str, str]:
+    """OpenAI-style authentication: the key as a bearer token, none without a key."""
+    return {"authorization": f"Bearer {key}"} if key else {}

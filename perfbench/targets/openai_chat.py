@@ -15,9 +15,11 @@ from perfbench.targets.chat import (
     Messages,
     ModelReply,
     ToolCall,
+    bearer,
     count,
     exact_output,
     json_object,
+    openai_stream,
     text_of,
     usage_dict,
 )
@@ -58,13 +60,11 @@ class OpenAIChat:
         if case.max_tokens is not None:
             body["max_tokens"] = case.max_tokens
         exact_output(body, case, self.extras)
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}  # usage arrives in a last chunk
+        openai_stream(body, stream)
         return "/chat/completions", body
 
     def headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key else {}
+        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true

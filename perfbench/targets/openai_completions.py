@@ -23,8 +23,10 @@ from perfbench.targets.chat import (
     Messages,
     ModelReply,
     ToolCall,
+    bearer,
     exact_output,
     json_object,
+    openai_stream,
     text_of,
     usage_dict,
 )
@@ -65,13 +67,11 @@ class OpenAICompletions:
             "max_tokens": case.max_tokens or DEFAULT_MAX_TOKENS,
         }
         exact_output(body, case, self.extras)
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}  # usage arrives in a last chunk
+        openai_stream(body, stream)
         return "/completions", body
 
     def headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key else {}
+        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true

@@ -33,6 +33,7 @@ from perfbench.targets.chat import (
     Messages,
     ModelReply,
     ToolCall,
+    bearer,
     count,
     json_object,
     text_of,
@@ -87,7 +88,7 @@ class OpenAIResponses:
         return "/responses", body
 
     def headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key else {}
+        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
