@@ -100,6 +100,8 @@ STEP_COLUMNS: dict[str, Any] = {
     "tokens_in": "Int64",
     "tokens_out": "Int64",
     "status": _STATUS,
+    "turn": "Int64",  # a multi-turn case's turn, from 0
+    "tokens_estimate": "Int64",  # the offline count of the reply, when usage was also given
 }
 
 _CATEGORY_AFTER_CONCAT = ("case", "language")
@@ -283,6 +285,8 @@ def _step_fields(st: Step) -> tuple[Any, ...]:
         st.tokens_in,
         st.tokens_out,
         st.status,
+        st.turn,
+        st.tokens_estimate,
     )
 
 

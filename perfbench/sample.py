@@ -5,6 +5,7 @@ seconds on the monotonic clock, relative to the start of the run directory's ses
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -74,6 +75,9 @@ class Step:
     # the arrival; here so that it is seen rather than hidden.
     read_delay: float | None = None
     turn: int | None = None  # a multi-turn case's turn (0, 1, …); None for every other case
+    # The offline tokenizer's count of the reply when the API also reported usage
+    # (``tokens_out``): the two compared per request. None unless usage was checked.
+    tokens_estimate: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -92,6 +96,8 @@ class Step:
         }
         if self.turn is not None:  # only multi-turn cases pay for the key
             doc["turn"] = self.turn
+        if self.tokens_estimate is not None:
+            doc["tokens_estimate"] = self.tokens_estimate
         return doc
 
     @classmethod
@@ -117,6 +123,10 @@ class Sample:
     ttfo: float | None = None
     itl_mean: float | None = None
     itl_max: float | None = None
+    # Every gap between the task's token-bearing chunks, as [microseconds, count] pairs, the
+    # microseconds rounded to 3 significant figures (within 0.5%): the pooled ITL distribution
+    # is recomputed from samples.jsonl without a line per token. Sorted by the gap.
+    itl_gaps: list[list[int]] | None = None
     steps: list[Step] = field(default_factory=list)
     model_calls: int = 0
     tool_calls: int = 0
@@ -175,6 +185,7 @@ class Sample:
             "ttfo": self.ttfo,
             "itl_mean": self.itl_mean,
             "itl_max": self.itl_max,
+            "itl_gaps": self.itl_gaps,
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "tokens_in": self.tokens_in,
@@ -208,3 +219,24 @@ class Sample:
 
 
 _DERIVED = frozenset({"latency", "latency_intended", "steps"})
+
+
+def gap_counts(gaps: Iterable[float]) -> list[list[int]]:
+    """Gaps in seconds as sorted [microseconds, count] pairs, each rounded to 3 significant
+    figures (the HDR histograms' precision), so a stream of 1,000 near-equal gaps is a few
+    pairs. Integer steps, not ``round(x, -k)`` with a computed k: this runs once per gap."""
+    counts: dict[int, int] = {}
+    for gap in gaps:
+        us = int(gap * 1e6 + 0.5)
+        if us >= 1000:
+            if us < 10_000:
+                us = (us + 5) // 10 * 10
+            elif us < 100_000:
+                us = (us + 50) // 100 * 100
+            elif us < 1_000_000:
+                us = (us + 500) // 1000 * 1000
+            else:
+                step = 10 ** (len(str(us)) - 3)
+                us = (us + step // 2) // step * step
+        counts[us] = counts.get(us, 0) + 1
+    return [[us, n] for us, n in sorted(counts.items())]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["AUTO_RAMP_PER_SLOT", "Plan", "RunSpec", "SweepPlan", "SweepSpec", "TargetSpec",
            "auto_workers"]  # fmt: skip
 
+PERCENTILE_SLOS = ("p50", "p95", "p99", "mean")  # sweep --slo 'p95<2s': of task latency
 AUTO_RAMP_PER_SLOT = 0.001  # seconds between two slot starts in one worker process
 
 
@@ -104,8 +105,18 @@ class SweepPlan:
     max_level: float = 1024
     rule: StopRule = field(default_factory=StopRule)
     bisect_steps: int = 4
-    slo: tuple[str, float] | None = None  # ("p95", 2.0)
+    # sweep --slo: ("p95", 2.0), a percentile of task latency at each level; or goodput
+    # objectives with the share of tasks that must meet them, ("ttft<500ms,tpot<50ms", 0.9).
+    slo: tuple[str, float] | None = None
     workers: int = 0  # processes per level; 0: chosen per level (auto_workers)
+
+    @property
+    def objectives(self) -> str | None:
+        """The goodput objectives every level's run counts against (None: no --slo, or a
+        percentile limit, which needs no counting)."""
+        if self.slo is None or self.slo[0] in PERCENTILE_SLOS:
+            return None
+        return self.slo[0]
 
 
 @dataclass(frozen=True)
@@ -250,7 +261,8 @@ class SweepSpec:
             plan = replace(base, concurrency=int(level), load=None)
         count = (self.plan.workers or auto_workers(plan)) if workers else 1
         plan = replace(plan, workers=count)
-        return RunSpec(self.cases, self.target, plan, self.label, self.prices, self.out)
+        return RunSpec(self.cases, self.target, plan, self.label, self.prices, self.out,
+                       slo=self.plan.objectives)  # fmt: skip
 
     def load_suite(self) -> Suite:
         return RunSpec(self.cases).load_suite()

@@ -397,7 +397,11 @@ def _prompt_case(
 ) -> Case:
     """A source's prompt as a case; a case field it cannot fill is reported where the prompt
     came from, naming the case."""
-    fields: dict[str, Any] = {"id": case_id, "input": prompt.text}
+    fields: dict[str, Any] = {"id": case_id}
+    if prompt.turns is not None:  # a conversation: each turn follows the model's real answer
+        fields["turns"] = list(prompt.turns)
+    else:
+        fields["input"] = prompt.text
     if prompt.name:
         fields["name"] = prompt.name
     if prompt.language:

@@ -6,6 +6,7 @@ already recorded are still there to go into the failed Sample."""
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from perfbench.clock import Clock
-from perfbench.sample import Phase, Sample, Status, Step
+from perfbench.sample import Phase, Sample, Status, Step, gap_counts
 from perfbench.suite import Case
 
 
@@ -48,9 +49,9 @@ class Task:
     told: int = 0  # 429s on_refusal was told of
     turn: int | None = None  # a multi-turn case: the turn being run, stamped on its steps
     _open: Step | None = None  # the step in progress, closed by a failed sample
-    _gaps: int = 0
-    _gap_sum: float = 0.0
-    _gap_max: float = 0.0
+    # Every gap between token-bearing chunks, all model calls: one append per chunk on the
+    # hot path; summed and bucketed once, when the sample is made.
+    _gaps: list[float] = field(default_factory=list)
 
     def begin(self) -> None:
         self.start = self.now()
@@ -124,6 +125,7 @@ class Task:
                 tokens_in = (tokens_in or 0) + step.tokens_in
             if step.tokens_out is not None:
                 tokens_out = (tokens_out or 0) + step.tokens_out
+        gaps = self._gaps
         return Sample(
             phase=self.phase,
             run=self.run,
@@ -137,8 +139,9 @@ class Task:
             scheduled=self.scheduled,
             ttft=first_ttft,
             ttfo=self.ttfo,
-            itl_mean=self._gap_sum / self._gaps if self._gaps else None,
-            itl_max=self._gap_max if self._gaps else None,
+            itl_mean=math.fsum(gaps) / len(gaps) if gaps else None,
+            itl_max=max(gaps) if gaps else None,
+            itl_gaps=gap_counts(gaps) if gaps else None,
             steps=self.steps,
             model_calls=models,
             tool_calls=len(self.steps) - models,
@@ -178,6 +181,10 @@ class ModelCall:
         self._sent = step.start
         self._try = step.start  # when the current attempt began
         self._at: float | None = None  # when the body's latest bytes arrived
+
+    @property
+    def step(self) -> Step:
+        return self._step
 
     def attempt(self) -> None:
         """Another attempt begins (a retry, its backoff over): the step's ``wait`` counts the
@@ -220,10 +227,7 @@ class ModelCall:
         if self._last is None:
             self._step.ttft = now - self._sent
         else:
-            gap = now - self._last
-            task._gaps += 1
-            task._gap_sum += gap
-            task._gap_max = max(task._gap_max, gap)
+            task._gaps.append(now - self._last)
         self._last = now
         if content and task.ttfo is None:
             task.ttfo = now - task.start

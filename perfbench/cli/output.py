@@ -141,6 +141,9 @@ def print_result(summary: Mapping[str, Any], meta: Mapping[str, Any], where: Con
         if summary["pooled"].get("tags"):
             where.print(tables.cost_table(summary, meta, "tags"))
         where.print(tables.run_table(summary))
+        serving = tables.serving_table(summary)
+        if serving is not None:
+            where.print(serving)
         failures = tables.failure_table(summary)
         if failures is not None:
             where.print(failures)

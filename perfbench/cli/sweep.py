@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -21,8 +22,12 @@ from perfbench.events import JsonEvents, LiveView, Sink
 from perfbench.report.format import seconds
 from perfbench.report.sweep_md import markdown as sweep_markdown
 from perfbench.spec import SweepPlan, SweepSpec
+from perfbench.stats import goodput
 from perfbench.stats.knee import Level, StopRule
 from perfbench.stats.thresholds import parse_slo
+
+# A percentile limit ('p95<2s', 'mean<1s') rather than goodput objectives.
+_PERCENTILE = re.compile(r"^\s*(?:p\d+|mean)\s*<")
 
 
 class _SweepWatch(Watch):
@@ -88,9 +93,22 @@ def sweep(
     slo: Annotated[
         str | None,
         typer.Option(
-            rich_help_panel="Levels", help="Report the largest level meeting it, e.g. 'p95<2s'."
+            rich_help_panel="Levels",
+            help="Report the largest level meeting it: goodput objectives as run --slo takes "
+            "them, 'ttft<500ms,tpot<50ms' (met by --attainment of the tasks), or a percentile "
+            "of task latency, 'p95<2s'.",
         ),
     ] = None,
+    attainment: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel="Levels",
+            min=0.01,
+            max=1,
+            help="With goodput objectives in --slo: the share of tasks that must meet every "
+            "one at a level (a failed task misses).",
+        ),
+    ] = 0.9,
     error_budget: Annotated[
         float,
         typer.Option(
@@ -151,7 +169,9 @@ def sweep(
             result = api.resume_sweep(resume, watch)
         else:
             rule = StopRule(error_budget, p95_factor, min_gain)
-            spec = _sweep_spec(cases, flags, concurrency, rates, auto, max_level, slo, rule)
+            spec = _sweep_spec(
+                cases, flags, concurrency, rates, auto, max_level, _slo(slo, attainment), rule
+            )
             result = api.sweep(spec, watch)
     console = err if events else out
     plan = result.plan
@@ -197,7 +217,7 @@ def _sweep_spec(
     rates: str | None,
     auto: bool,
     max_level: float,
-    slo: str | None,
+    slo: tuple[str, float] | None,
     rule: StopRule,
 ) -> SweepSpec:
     levels = options.levels(concurrency, "--concurrency")
@@ -217,14 +237,20 @@ def _sweep_spec(
         rates=bool(rate_levels),
         max_level=max_level,
         rule=rule,
-        slo=_slo(slo) if slo else None,
+        slo=slo,
         workers=0 if flags["workers"] == "auto" else options.workers(flags["workers"], base),
     )
     return SweepSpec.of(run_spec(cases, flags, base), plan)
 
 
-def _slo(text: str) -> tuple[str, float]:
+def _slo(text: str | None, attainment: float) -> tuple[str, float] | None:
+    """The sweep's objective: a percentile limit, ('p95', 2.0), or goodput objectives with
+    the share of tasks that must meet them, ('ttft<500ms,tpot<50ms', 0.9)."""
+    if not text:
+        return None
     try:
-        return parse_slo(text)
+        if _PERCENTILE.match(text):
+            return parse_slo(text)
+        return goodput.parse(text).text, attainment
     except GateError as exc:  # a mistyped flag: a usage error (exit 2), said before any run
         raise typer.BadParameter(str(exc)) from None

@@ -18,30 +18,19 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from perfbench.clock import Clock, sleep_until
 from perfbench.http.urls import recorded_url
+from perfbench.stats.server_metrics import rank
 
-SERVER_METRICS = "server_metrics.jsonl"
 MAX_SERIES = 40
 POINTS = 64
 MAX_BODY = 4 << 20  # a metrics page is kilobytes; more is not one
-# Shown first, by the engines' own names: the figures that say whether the server queued.
-KNOWN = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "sglang:num_running_reqs",
-    "sglang:num_queue_reqs",
-    "sglang:token_usage",
-    "tgi_queue_size",
-    "tgi_batch_current_size",
-)
 
 
 class Scraper:
     def __init__(self, url: str, interval: float, out: Path | None, clock: Clock) -> None:
         self.url, self.interval, self.out = url, interval, out
         # Times are from the scraper's start, made just before the run's first task (a
-        # resumed run's scrapes count from its own start).
+        # resumed run's scrapes count from its own start: ``stats.server_metrics.on_run_axis``
+        # puts them on the run's axis).
         self.clock, self.t0 = clock, clock()
         self.series: dict[str, list[tuple[float, float]]] = {}
         self.scrapes = 0
@@ -88,7 +77,7 @@ class Scraper:
 
     def summary(self) -> dict[str, Any]:
         """The scrapes in brief: the known series first, then the others by name."""
-        ordered = sorted(self.series, key=lambda k: (_rank(k), k))[:MAX_SERIES]
+        ordered = sorted(self.series, key=lambda k: (rank(k), k))[:MAX_SERIES]
         return {
             "url": recorded_url(self.url),
             "interval_s": self.interval,
@@ -129,11 +118,6 @@ def parse(text: str) -> dict[str, float]:
             labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
             out[f"{sample.name}{{{labels}}}" if labels else sample.name] = float(sample.value)
     return out
-
-
-def _rank(key: str) -> int:
-    name = key.split("{", 1)[0]
-    return KNOWN.index(name) if name in KNOWN else len(KNOWN)
 
 
 def _brief(points: list[tuple[float, float]]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from perfbench.engine.observer import RunObserver, wants
 from perfbench.engine.results import RunResult
 from perfbench.engine.resume import Resume
 from perfbench.engine.runner import Outcome, Runner
-from perfbench.engine.scraper import SERVER_METRICS, Scraper
+from perfbench.engine.scraper import Scraper
 from perfbench.errors import PerfbenchError, StoreError, reason
 from perfbench.load import Adaptive, Rate
 from perfbench.sample import Sample
@@ -202,7 +202,7 @@ class Session:
         url = self.spec.server_metrics
         if url is None:
             return await self.engine.run()
-        out = run_dir / SERVER_METRICS if run_dir is not None else None
+        out = run_dir / store.SERVER_METRICS if run_dir is not None else None
         self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.scraper.run)

@@ -570,23 +570,38 @@ def latency_timeline(series: Mapping[str, Sequence[TimeSlot]], stem: Path) -> li
     )
     top.set_title("Latency over time (shaded: warmup)")
     for i, label in enumerate(labels):
-        slots = sorted(series[label], key=lambda s: (s.t, not s.warmup))
-        if not slots:
-            continue
-        xs = [s.t + s.width / 2 for s in slots]
-        style: dict[str, Any] = {
-            "color": _colour(i),
-            "linewidth": _line_width(i, len(labels)),
-            "marker": "o" if len(slots) <= 25 else None,
-            "markersize": 3,
-        }
-        _series(top, xs, [_ms(s.p95) for s in slots], f"p95-r{i}", **style)
-        _series(top, xs, [_ms(s.p50) for s in slots], f"p50-r{i}", "--", **style)
-        _series(bottom, xs, [s.tasks / s.width for s in slots], f"done-r{i}", **style)
-        warm = [s for s in slots if s.warmup]
-        if warm:  # warmup passes come first and back to back: one span covers them
-            span = top.axvspan(warm[0].t, warm[-1].t + warm[-1].width, color=_colour(i), alpha=0.12)
-            span.set_gid(f"warmup-r{i}")
+        _client_timeline(top, bottom, series[label], i, len(labels))
+    _client_axes(top, bottom)
+    if not top.lines:
+        _no_data(top)
+        _no_data(bottom)
+    _legend(fig, labels, "line")
+    return _save(fig, stem)
+
+
+def _client_timeline(top: Axes, bottom: Axes, slots: Sequence[TimeSlot], i: int, n: int) -> None:
+    """Run ``i``'s P95 and P50 (ms) on ``top`` and its tasks finished per second on ``bottom``,
+    its warmup shaded, in the run's colour."""
+    slots = sorted(slots, key=lambda s: (s.t, not s.warmup))
+    if not slots:
+        return
+    xs = [s.t + s.width / 2 for s in slots]
+    style: dict[str, Any] = {
+        "color": _colour(i),
+        "linewidth": _line_width(i, n),
+        "marker": "o" if len(slots) <= 25 else None,
+        "markersize": 3,
+    }
+    _series(top, xs, [_ms(s.p95) for s in slots], f"p95-r{i}", **style)
+    _series(top, xs, [_ms(s.p50) for s in slots], f"p50-r{i}", "--", **style)
+    _series(bottom, xs, [s.tasks / s.width for s in slots], f"done-r{i}", **style)
+    warm = [s for s in slots if s.warmup]
+    if warm:  # warmup passes come first and back to back: one span covers them
+        span = top.axvspan(warm[0].t, warm[-1].t + warm[-1].width, color=_colour(i), alpha=0.12)
+        span.set_gid(f"warmup-r{i}")
+
+
+def _client_axes(top: Axes, bottom: Axes) -> None:
     top.set_ylabel("latency (ms; solid P95, dashed P50)")
     top.set_ylim(bottom=0)
     bottom.set_ylabel("tasks finished/s")
@@ -595,11 +610,95 @@ def latency_timeline(series: Mapping[str, Sequence[TimeSlot]], stem: Path) -> li
     for ax in (top, bottom):
         ax.set_xlim(left=0)
         ax.grid(True, alpha=0.3)
+
+
+class ServerPanel(NamedTuple):
+    """One panel of the server's series under a run's timeline: its y axis label and, by
+    series name, (seconds since the run started, value) points; a NaN value is a gap (a
+    scrape that failed), so no line is drawn across what was not read."""
+
+    ylabel: str
+    series: Mapping[str, Sequence[tuple[float, float]]]
+
+
+# The server's series, apart from the run colours: in this chart the run is one colour (its
+# client lines), and a series coloured like another run would read as one.
+_SERIES_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d")
+
+
+def server_timeline(
+    slots: Sequence[TimeSlot],
+    panels: Sequence[ServerPanel],
+    failed: Sequence[float],
+    stem: Path,
+    *,
+    title: str,
+    run: int = 0,
+) -> list[Path]:
+    """One run's client timeline (P95 and P50 latency, tasks finished per second, warmup
+    shaded, in the colour of run ``run``) above the server's own series, a panel each (request
+    counts apart from cache use), all on one time axis in seconds since the run started, so a
+    latency rise can be read against the queue that grew under it. Scrapes that failed are red
+    crosses on the lowest panel. SVG ids: those of `latency_timeline` for the run,
+    ``server-p<panel>-s<series>`` and ``scrape-failed``."""
+    rows = max(len(panels), 1)
+    fig, axes = plt.subplots(
+        2 + rows,
+        1,
+        figsize=(9, 5.0 + 1.9 * rows),
+        sharex=True,
+        layout="constrained",
+        height_ratios=[2.0, 1.0] + [1.3] * rows,
+        squeeze=False,
+    )
+    top, tasks, *below = list(axes[:, 0])
+    fig.suptitle(_literal(title))
+    top.set_title("client: latency over time (shaded: warmup)", fontsize=10)
+    _client_timeline(top, tasks, slots, run, run + 1)
+    _client_axes(top, tasks)
+    tasks.set_xlabel("")
     if not top.lines:
-        _no_data(top)
-        _no_data(bottom)
-    _legend(fig, labels, "line")
+        _no_data(top, "no client timeline in the summary")
+        _no_data(tasks, "no client timeline in the summary")
+    for k, (ax, panel) in enumerate(zip(below, panels, strict=False)):
+        _server_panel(ax, panel, k)
+    if not panels:
+        _no_data(below[0], "no series scraped (every scrape failed)")
+    if failed:
+        crosses = below[-1].plot(
+            list(failed),
+            [0.04] * len(failed),
+            transform=below[-1].get_xaxis_transform(),  # just above the axis, whatever its scale
+            marker="x",
+            color="#d62728",
+            linestyle="none",
+            label="scrape failed",
+        )[0]
+        crosses.set_gid("scrape-failed")
+        below[-1].legend(loc="upper left", fontsize=7, frameon=False)
+    below[-1].set_xlabel("seconds since the run started (warmup passes first)")
+    for ax in below:
+        ax.set_xlim(left=0)
+        ax.grid(True, alpha=0.3)
     return _save(fig, stem)
+
+
+def _server_panel(ax: Axes, panel: ServerPanel, k: int) -> None:
+    for j, (key, points) in enumerate(panel.series.items()):
+        _series(
+            ax,
+            [t for t, _ in points],
+            [v for _, v in points],
+            f"server-p{k}-s{j}",
+            color=_SERIES_COLOURS[j % len(_SERIES_COLOURS)],
+            linewidth=1.4,
+            marker="o" if len(points) <= 25 else None,
+            markersize=3,
+            label=_literal(key),
+        )
+    ax.set_ylabel(_literal(panel.ylabel), fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=7, frameon=False)
 
 
 def _ms(seconds: float | None) -> float:

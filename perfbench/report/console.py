@@ -284,16 +284,19 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
 
 
 def _serving(pooled: Mapping[str, Any]) -> list[str]:
-    """Request-level figures (a task of 3 model calls is 3 requests), all runs pooled: TTFT
-    and TPOT percentiles, and goodput against --slo when given."""
+    """Request-level counts (a task of 3 model calls is 3 requests), multi-turn figures and
+    goodput against --slo, all runs pooled; the distributions are in ``serving_table``."""
     lines = []
-    requests, ttft, tpot = pooled.get("requests"), pooled.get("ttft") or {}, pooled.get("tpot")
-    if requests and tpot and tpot.get("n"):
+    requests, rate = pooled.get("requests"), pooled.get("request_tokens_per_s") or {}
+    if requests:
         failed = pooled.get("request_error_rate") or 0.0
-        lines.append(
-            f"requests {requests} ({failed:.1%} failed) · TPOT {_pcts(tpot)} · TTFT "
-            f"{_pcts(ttft)} (P50/P90/P99 over all runs; TTFT: each task's first token)"
-        )
+        line = f"requests {requests} ({failed:.1%} failed)"
+        if rate.get("n"):
+            line += (
+                f" · output tokens/s per request: median {number(rate.get('p50'), 1)}, "
+                f"mean {number(rate.get('mean'), 1)}"
+            )
+        lines.append(line)
     turn, turn_ttft = pooled.get("turn_latency"), pooled.get("turn_ttft") or {}
     if turn and turn.get("n"):
         lines.append(
@@ -308,6 +311,37 @@ def _serving(pooled: Mapping[str, Any]) -> list[str]:
             f"({number(good['task_rate'], 2)}/s) met every objective"
         )
     return lines
+
+
+# The streaming distributions, each over what it is defined on (docs/metrics.md).
+SERVING_ROWS = (
+    ("request_ttft", "TTFT", "request"),
+    ("ttft", "TTFT, first call", "task"),
+    ("ttfo", "TTFO", "task"),
+    ("itl_pooled", "ITL, every gap", "gap"),
+    ("itl", "ITL, mean gap", "task"),
+    ("tpot", "TPOT", "request"),
+)
+SERVING_PCTS = ("p50", "p90", "p95", "p99", "p99_9")
+
+
+def serving_table(summary: Mapping[str, Any]) -> Grid | None:
+    """TTFT, TTFO, ITL and TPOT by percentile, all runs pooled (ms); None without streaming."""
+    pooled = summary["pooled"]["overall"]
+    rows = [(key, name, per) for key, name, per in SERVING_ROWS if _dist(pooled, key, "n")]
+    if not rows:
+        return None
+    table = Grid(
+        "Streaming, runs pooled (ms)",
+        ["figure", "per"],
+        ["n", "P50", "P90", "P95", "P99", "P99.9", "mean"],
+    )
+    for key, name, per in rows:
+        m = pooled[key]
+        table.add_row(
+            name, per, number(m["n"], 0), *(ms(m.get(p)) for p in SERVING_PCTS), ms(m["mean"])
+        )
+    return table
 
 
 def _pcts(distribution: Mapping[str, Any]) -> str:

@@ -20,6 +20,10 @@ TITLES = {
     "tokens_in": "tokens in / task",
     "tokens_out": "tokens out / task",
     "cost": "cost / task",
+    "ttft_p99": "TTFT P99",
+    "ttfo_p50": "TTFO P50",
+    "itl_p50": "ITL P50 (every gap)",
+    "itl_p99": "ITL P99 (every gap)",
     "tpot_p50": "TPOT P50",
     "goodput": "goodput (tasks meeting --slo)",
 }

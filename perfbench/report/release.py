@@ -11,8 +11,9 @@ it with the charts read back as data URIs.
 from __future__ import annotations
 
 import base64
+import math
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from perfbench.report.format import TITLES
 from perfbench.stats import interval
 from perfbench.stats.compare import Comparison, Row, Rules, compare
 from perfbench.stats.histogram import US, decode, new_hdr
+from perfbench.stats.server_metrics import KNOWN, USAGE, Scrape, metric_name, on_run_axis, rank
 from perfbench.stats.summary import Summary
 from perfbench.store.documents import Meta
 
@@ -186,6 +188,7 @@ def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:
         charts.tokens_per_second(names, tokens, out / "tokens")
         figures["tokens"] = "tokens.png"
     _draw_cost(runs, out, figures)
+    _draw_server(runs, out, figures)
     history = {r.name: r.summary["adaptive"]["history"] for r in runs if r.summary.get("adaptive")}
     if history:
         charts.adaptive_timeline(history, out / "adaptive")
@@ -197,6 +200,7 @@ def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:
 DISTRIBUTIONS = {
     "latency": ("latency", "Task latency by percentile", "latency (ms)"),
     "ttft": ("ttft", "Time to first token by percentile", "TTFT (ms)"),
+    "itl_pooled": ("itl_pooled", "Inter-token latency by percentile (every gap)", "ITL (ms)"),
     "itl": ("itl", "Inter-token latency by percentile (per task: its mean gap)", "ITL (ms)"),
 }
 
@@ -260,6 +264,109 @@ def _draw_timeline(runs: Sequence[RunData], out: Path, figures: dict[str, str]) 
     if any(series.values()):
         charts.latency_timeline(series, out / "timeline")
         figures["timeline"] = "timeline.png"
+
+
+Points = list[tuple[float, float]]
+PANEL_SERIES = 6  # lines a server panel can show apart, with a legend that still reads
+KEPT_SERIES = 160  # series read from a page of thousands (the scraper keeps as many)
+
+
+def _draw_server(runs: Sequence[RunData], out: Path, figures: dict[str, str]) -> None:
+    """Per run with --server-metrics, its scraped gauges under its client timeline."""
+    for index, run in enumerate(runs):
+        scraped = server_series(run)
+        if scraped is None:
+            continue
+        series, failed = scraped
+        key = release_md.server_key(index)
+        charts.server_timeline(
+            timeline_slots(run.summary),
+            server_panels(series),
+            failed,
+            out / key,
+            title=f"Server metrics under the client's timeline: {run.name}",
+            run=index,
+        )
+        figures[key] = f"{key}.png"
+
+
+def server_series(run: RunData) -> tuple[dict[str, Points], list[float]] | None:
+    """The run's server series (on the run's time axis) and the times of failed scrapes, from
+    server_metrics.jsonl; from the summary's brief of them when the file is gone (not for a
+    resumed run: the brief's times count from its last session's start, and the file that
+    would place them is what is missing). None for a run without server metrics."""
+    series: dict[str, Points] = {}
+    failed: list[float] = []
+    lines = 0
+    for scrape in _bounded(on_run_axis(store.read_server_metrics(run.path))):
+        lines += 1
+        if scrape.values is None:
+            failed.append(scrape.t)
+            continue
+        for key, value in scrape.values.items():
+            series.setdefault(key, []).append((scrape.t, value))
+    if lines:
+        for points in series.values():  # a gap in every line where a scrape failed
+            points.extend((t, math.nan) for t in failed)
+        return series, failed
+    brief = run.summary.get("server_metrics")
+    if not isinstance(brief, Mapping) or run.meta.get("resumed"):
+        return None
+    return _from_brief(brief), []
+
+
+def _bounded(scrapes: Iterable[Scrape]) -> Iterator[Scrape]:
+    """The scrapes with at most ``KEPT_SERIES`` series besides the known gauges (kept always),
+    so a server of thousands of series costs the report no more than the scraper."""
+    seen: set[str] = set()
+    for scrape in scrapes:
+        if scrape.values is None:
+            yield scrape
+            continue
+        for key in scrape.values:
+            if key not in seen and (len(seen) < KEPT_SERIES or _known(key)):
+                seen.add(key)
+        yield Scrape(scrape.t, {k: v for k, v in scrape.values.items() if k in seen})
+
+
+def _from_brief(brief: Mapping[str, Any]) -> dict[str, Points]:
+    series = brief.get("series")
+    if not isinstance(series, Mapping):
+        return {}
+    try:
+        return {str(k): [(float(t), float(v)) for t, v in e["points"]] for k, e in series.items()}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
+def server_panels(series: Mapping[str, Points]) -> list[charts.ServerPanel]:
+    """The series the chart draws: the engines' known gauges (scraper order), request counts
+    in one panel and KV-cache use (as %) in another; a server with none of them (not vLLM,
+    SGLang nor TGI) shows its first other series by name, counters left out (a running total
+    climbs with the run whatever the server does)."""
+    ordered = sorted(series, key=lambda k: (rank(k), k))
+    known = [k for k in ordered if _known(k)]
+    requests = [k for k in known if metric_name(k) not in USAGE]
+    usage = [k for k in known if metric_name(k) in USAGE]
+    others = [] if known else [k for k in ordered if not metric_name(k).endswith("_total")]
+    groups = (
+        ("requests", requests, 1.0),
+        ("KV cache use (%)", usage, 100.0),
+        ("as scraped (no known gauge)", others, 1.0),
+    )
+    return [
+        charts.ServerPanel(label, {k: _scaled(series[k], scale) for k in keys[:PANEL_SERIES]})
+        for label, keys, scale in groups
+        if keys
+    ]
+
+
+def _known(key: str) -> bool:
+    return rank(key) < len(KNOWN)
+
+
+def _scaled(points: Points, scale: float) -> Points:
+    return [(t, scale * v if math.isfinite(v) else v) for t, v in sorted(points)]
 
 
 RATE_LABELS = {"error_rate": "error rate (% of tasks)", "rate_429": "429 answers (per 100 tasks)"}

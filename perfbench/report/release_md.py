@@ -48,6 +48,9 @@ def report(
     parts += _chart(figures, "latency", "task latency by percentile, per run", CAPTIONS["latency"])
     parts += _distribution(figures, runs, "ttft", "Time to first token (tasks, all runs pooled)")
     parts += _distribution(
+        figures, runs, "itl_pooled", "Inter-token latency (every gap, all runs pooled)"
+    )
+    parts += _distribution(
         figures, runs, "itl", "Inter-token latency (each task's mean gap, all runs pooled)"
     )
     if "timeline" in figures:
@@ -62,9 +65,7 @@ def report(
     serving = _serving_table(runs)
     if serving:
         parts += _section("Requests: TPOT and goodput (each model call a request)", serving)
-    scraped = _server_table(runs)
-    if scraped:
-        parts += _section("Server metrics (the server's own, read during each run)", scraped)
+    parts += _server(runs, figures)
     parts += _section("Tokens and cost per language", _language_table(runs))
     parts += _chart(figures, "cost", "cost per task by language, per run", CAPTIONS["cost"])
     if "cost" not in figures:
@@ -221,11 +222,19 @@ CAPTIONS = {
     "ttft": "Time from each task's first model request to its first token, by percentile: "
     "what a user waits before anything streams; a gap between lines at the left is a slower "
     "start for most tasks.",
+    "itl_pooled": "Every gap between token chunks of every streamed task, pooled (a long "
+    "answer weighs as many times as it has gaps), by percentile: vLLM bench's ITL; the right "
+    "of the line is the stalls a reader of the stream sees.",
     "itl": "Each streamed task's mean gap between token chunks, by percentile: how fast the "
     "answer streams once it has started (higher means slower streaming).",
     "timeline": "P95 (solid) and P50 (dashed) latency of the tasks that ended in each time "
     "slot, with the tasks finished per second below; the shaded start is warmup, so a cold "
     "start shows as a peak there and a drift within the measured runs as a slope after it.",
+    "server": "the server's own gauges (from its metrics page, read during the run) under the "
+    "client's latency and tasks finished per second, on one time axis from the run's start: "
+    "a latency rise over a growing queue (waiting requests) or a full KV cache is the server "
+    "saturating; one with an idle server points at the client or the network. Red crosses "
+    "are scrapes that failed.",
     "cases": "One bar per run for each case (median P95 across its runs, whiskers min–max): "
     "the longest bars and the cases where one run's bar outgrows the others' are where to "
     "look.",
@@ -237,6 +246,26 @@ CAPTIONS = {
     "cost": "Cost per task for each language, one bar per run; a language's bar tells what "
     "its tokenizer costs for the same prompt.",
 }
+
+
+def server_key(index: int) -> str:
+    """The figure name of the server-metrics chart of the ``index``-th run of the report."""
+    return f"server-{index + 1}"
+
+
+def _server(runs: Sequence[RunView], figures: Mapping[str, str]) -> list[str]:
+    """The scraped series' table, then each run's chart of them under its client timeline."""
+    scraped = _server_table(runs)
+    charted = [(k, v) for k, v in enumerate(runs) if server_key(k) in figures]
+    if not scraped and not charted:
+        return []
+    numbers = scraped or "No summary of the scrapes: the charts are from server_metrics.jsonl."
+    parts = _section("Server metrics (the server's own, read during each run)", numbers)
+    for n, (k, v) in enumerate(charted):
+        caption = f"**{v.name}**" + (f": {CAPTIONS['server']}" if n == 0 else "")
+        what = f"the server's metrics under the client's timeline, {v.name}"
+        parts += ["", *_chart(figures, server_key(k), what, caption)]
+    return parts
 
 
 def changes_key(index: int) -> str:
@@ -272,7 +301,12 @@ def _distribution(
     return [*_section(title, table_text), *_chart(figures, kind, what, CAPTIONS[kind])]
 
 
-TITLES_BY_KIND = {"latency": "task latency", "ttft": "time to first token", "itl": "ITL"}
+TITLES_BY_KIND = {
+    "latency": "task latency",
+    "ttft": "time to first token",
+    "itl_pooled": "ITL over every gap",
+    "itl": "ITL (each task's mean gap)",
+}
 
 
 def _overall_median(view: RunView, path: str) -> Spread | None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfbench.report.format import ms
-from perfbench.stats.knee import USL_MIN_R2, Level, in_flight
+from perfbench.stats.knee import PERCENTILES, USL_MIN_R2, Level, in_flight
 
 # The knee is named for what ended the growth: a rate-limit knee measures the provider's
 # quota, not the target's capacity, and reads differently.
@@ -56,7 +56,7 @@ def markdown(
         lines.append(f"- Kneedle knee of throughput on log2({unit}): {findings['kneedle']:g}.")
     lines += _usl(findings["usl"])
     if slo:
-        lines.append(f"- Largest level with {slo[0]} < {slo[1]:g} s: {findings['slo_max_level']}.")
+        lines.append(_slo_line(slo, findings["slo_max_level"]))
     if findings["client_bound_levels"]:
         levels_text = ", ".join(f"{v:g}" for v in findings["client_bound_levels"])
         lines.append(
@@ -64,6 +64,14 @@ def markdown(
             "(Little's law): those levels measure perfbench, not the target."
         )
     return "\n".join(lines) + "\n"
+
+
+def _slo_line(slo: tuple[str, float], largest: float | None) -> str:
+    metric, limit = slo
+    found = "none" if largest is None else f"{largest:g}"
+    if metric in PERCENTILES:
+        return f"- Largest level with {metric} < {limit:g} s: {found}."
+    return f"- Largest level where {limit:.0%} of tasks met every objective ({metric}): {found}."
 
 
 def _knee(levels: list[Level], findings: Mapping[str, Any], unit: str, rates: bool) -> list[str]:

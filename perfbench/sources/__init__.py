@@ -6,7 +6,8 @@ statistic, comparison and report works on them unchanged, and the suite digest c
   with an asked output length and an optional shared prefix;
 - ``files``: prompt files (JSONL, CSV, plain text);
 - ``sharegpt``: ShareGPT conversations from a local file (the first human turn is the
-  prompt; the model's reply, counted in tokens, is the output length asked).
+  prompt; the model's reply, counted in tokens, is the output length asked), or, with
+  ``turns: all``, every human turn, as a multi-turn case.
 
 A case file names one in a ``source:`` block (``block``); docs/workloads.md has the syntax.
 This package sits below ``suite``: a source gives ``Prompt`` objects, and the suite makes them
@@ -34,6 +35,9 @@ class Prompt:
     max_tokens: int | None = None  # a cap only (a prompt file's ``max_tokens`` column)
     name: str = ""  # where it came from, for people: a conversation's id
     origin: tuple[Path, int | None] | None = None  # the data file and line it was read from
+    # A conversation's user turns, in order, sent as a multi-turn case instead of ``text``
+    # (which is the first of them); None: a single prompt.
+    turns: tuple[str, ...] | None = None
 
 
 class SourceError(Exception):

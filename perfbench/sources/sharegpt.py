@@ -6,7 +6,11 @@ read too). As vLLM's benchmark does, a conversation's first human turn is the pr
 the reply that follows it, counted in tokens of ``tokenizer``, is the output length asked
 (``output`` asks one length of every prompt instead). Conversations with no human turn
 answered by a model, or with an empty one, are skipped, as vLLM skips them; an entry that
-is not shaped as above is an error naming where it is (its index, and its line in JSONL)."""
+is not shaped as above is an error naming where it is (its index, and its line in JSONL).
+
+With ``turns: all`` a conversation is a multi-turn case instead: its human turns with text,
+in order (the first ``max_turns``), each sent after the model's real answer to the one
+before; the recorded replies are not sent, only counted for the output length asked."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,13 +30,23 @@ from perfbench.sources.tokenizer import Tokenizer
 HUMAN = ("human", "user")
 MODEL = ("gpt", "chatgpt", "assistant", "bard", "bing", "model")
 
+# What a conversation sends (its human turns) and the replies recorded after them.
+Talk = tuple[list[str], list[str]]
+
 
 class ShareGpt(Selection):
-    """``source: {sharegpt: {path: …}}``."""
+    """``source: {sharegpt: {path: …}}``.
+
+    With ``turns: all`` the length filters keep whole conversations: ``min_input`` and
+    ``max_input`` bound the human turns sent, together (the model's answers add to the
+    context on top, as the server makes them), and ``min_output`` and ``max_output`` bound the
+    output length asked of each turn, so in both modes they bound what the case asks."""
 
     min_output: int | None = Field(default=None, ge=1)  # the reply's length, in tokens
     max_output: int | None = Field(default=None, ge=1)
     id_prefix: str = Field(default="sg", pattern=ID_PREFIX)
+    turns: Literal["first", "all"] = "first"  # first: the first exchange (vLLM's benchmark)
+    max_turns: int | None = Field(default=None, ge=1)  # turns: all only; None: every turn
 
     @model_validator(mode="after")
     def _output_ordered(self) -> ShareGpt:
@@ -40,6 +54,13 @@ class ShareGpt(Selection):
             raise ValueError(
                 f"min_output ({self.min_output}) is above max_output ({self.max_output})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _capped_only_with_all(self) -> ShareGpt:
+        if self.max_turns is not None and self.turns != "all":
+            # Ignoring it would run another workload than the one written.
+            raise ValueError("max_turns needs turns: all (turns: first sends one turn)")
         return self
 
     def output_fits(self, tokens: int) -> bool:
@@ -53,20 +74,36 @@ def prompts(spec: ShareGpt, base: Path) -> list[Prompt]:
 
     def make(i: int) -> Prompt | None:
         line, entry = entries[i]
-        pair = _first_exchange(entry, path, line, i)
-        if pair is None:
+        talk = _talk(spec, entry, path, line, i)
+        if talk is None:
             return None
-        prompt, reply = pair
-        if spec.filters_input and not spec.input_fits(tokenizer.count(prompt)):
+        sent, replies = talk
+        if spec.filters_input and not spec.input_fits(sum(map(tokenizer.count, sent))):
             return None
-        replied = tokenizer.count(reply)
+        replied = _per_turn([tokenizer.count(r) for r in replies])
         if not spec.output_fits(replied):  # an empty reply asks for nothing: skipped
             return None
         name = str(entry.get("id") or "")
         output = spec.output or replied
-        return Prompt(prompt, output_tokens=output, name=name, origin=(path, line))
+        turns = tuple(sent) if spec.turns == "all" else None
+        return Prompt(sent[0], output_tokens=output, name=name, origin=(path, line), turns=turns)
 
     return choose(len(entries), make, n=spec.n, seed=spec.seed)
+
+
+def _talk(spec: ShareGpt, entry: Any, path: Path, line: int | None, i: int) -> Talk | None:
+    if spec.turns == "all":
+        return _conversation(entry, path, line, i, spec.max_turns)
+    pair = _first_exchange(entry, path, line, i)
+    return None if pair is None else ([pair[0]], [pair[1]])
+
+
+def _per_turn(replied: list[int]) -> int:
+    """The output length asked of each turn: the mean of the recorded replies (rounded half
+    up, in integers so every platform agrees). A case asks one length of all its model calls,
+    and the mean keeps the conversation's total output near what was recorded; one reply
+    (``first``) is its own length."""
+    return (sum(replied) + len(replied) // 2) // len(replied)
 
 
 def _entries(path: Path) -> list[tuple[int | None, Any]]:
@@ -99,6 +136,28 @@ def _first_exchange(entry: Any, path: Path, line: int | None, i: int) -> tuple[s
         if turn["from"] in HUMAN and turn["value"].strip() and following["from"] in MODEL:
             return turn["value"], following["value"]
     return None
+
+
+def _conversation(entry: Any, path: Path, line: int | None, i: int, cap: int | None) -> Talk | None:
+    """The human turns with text, in order (the first ``cap``), and the model turns right
+    after them, or None when a model answered none of them (skipped, as ``first`` skips
+    it). Every turn is checked, those past ``cap`` too, so ``cap`` hides no malformed file.
+    A human turn nobody answered is sent too (the model answers it for real); an empty one
+    is left out, as ``first`` passes over it, since a case's turn needs text."""
+    turns = _turns(entry, path, line, i)
+    for k, turn in enumerate(turns):
+        _check_turn(turn, path, line, f"[{i}].conversations[{k}]")
+    sent: list[str] = []
+    replies: list[str] = []
+    for k, turn in enumerate(turns):
+        if len(sent) == cap:
+            break
+        if turn["from"] not in HUMAN or not turn["value"].strip():
+            continue
+        sent.append(turn["value"])
+        if k + 1 < len(turns) and turns[k + 1]["from"] in MODEL:
+            replies.append(turns[k + 1]["value"])
+    return (sent, replies) if replies else None
 
 
 def _turns(entry: Any, path: Path, line: int | None, i: int) -> list[Any]:

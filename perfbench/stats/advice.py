@@ -52,18 +52,28 @@ def _output_length(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Itera
     }
     missed = []
     for case, wanted in sorted(asked.items()):
-        got = (cases.get(case) or {}).get("tokens_out")
-        if isinstance(got, int | float) and abs(got - wanted) > 1:
+        got = _per_call((cases.get(case) or {}), "tokens_out")
+        if got is not None and abs(got - wanted) > 1:
             missed.append((case, wanted, got))
     if missed:
         case, wanted, got = missed[0]
         yield (
             f"{len(missed)} of {len(asked)} cases got another output length than they asked "
-            f"({case}: {wanted} tokens asked, {got:.0f} on average): the server did not honour "
-            "max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s compare unequal work. "
-            "Self-hosted servers (vLLM, SGLang) honour them when given as --base-url (only "
-            "those get min_tokens and ignore_eos); a hosted API stops where its answer ends."
+            f"({case}: {wanted} tokens asked, {got:.0f} a model call on average): the "
+            "server did not honour max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s "
+            "compare unequal work. Self-hosted servers (vLLM, SGLang) honour them when given "
+            "as --base-url (only those get min_tokens and ignore_eos); a hosted API stops "
+            "where its answer ends."
         )
+
+
+def _per_call(scope: Mapping[str, Any], key: str) -> float | None:
+    """A per-task figure per model call: every call of a case (each turn of a multi-turn
+    one) asks the case's output length, so a task's total is that many times it."""
+    total, calls = scope.get(key), scope.get("model_calls")
+    if not isinstance(total, int | float) or not isinstance(calls, int | float) or calls <= 0:
+        return None
+    return total / calls
 
 
 def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterable[str]:

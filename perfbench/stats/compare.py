@@ -84,7 +84,7 @@ class Metric:
     @property
     def quantile(self) -> float | None:
         """0.95 for a P95 and so on; None for a metric that is not a percentile."""
-        match = re.fullmatch(r"(?:latency|ttft|tpot)\.p(\d+)", self.path)
+        match = re.fullmatch(r"(?:latency|ttft|ttfo|tpot|itl_pooled)\.p(\d+)", self.path)
         return int(match.group(1)) / 100 if match else None
 
     @property
@@ -113,10 +113,14 @@ METRICS: tuple[Metric, ...] = (
     Metric("cost", "cost_per_task", "lower", 0.10, 0.0, "USD", deterministic=True),
     # Serving figures, shown but not gated unless --gate names them: per request (a task of 3
     # model calls is 3), and the share of tasks meeting every --slo objective.
+    Metric("ttft_p99", "ttft.p99", "lower", 0.25, MS5, "s"),
+    Metric("ttfo_p50", "ttfo.p50", "lower", 0.10, MS5, "s"),
+    Metric("itl_p50", "itl_pooled.p50", "lower", 0.10, 0.0005, "s"),  # every gap pooled
+    Metric("itl_p99", "itl_pooled.p99", "lower", 0.25, 0.0005, "s"),
     Metric("tpot_p50", "tpot.p50", "lower", 0.10, 0.0005, "s"),
     Metric("goodput", "goodput.task_share", "higher", 0.0, 0.01, "rate"),
 )
-INFORMATIONAL = frozenset({"tpot_p50", "goodput"})
+INFORMATIONAL = frozenset({"ttft_p99", "ttfo_p50", "itl_p50", "itl_p99", "tpot_p50", "goodput"})
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
 

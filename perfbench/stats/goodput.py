@@ -61,7 +61,13 @@ def parse(text: str) -> Slo:
         name, _, value = match.groups()
         if name not in (*REQUEST_METRICS, *TASK_METRICS):
             known = ", ".join((*REQUEST_METRICS, *TASK_METRICS))
-            raise GateError(f"--slo: '{name}' is not one of {known}")
+            hint = ""
+            if re.fullmatch(r"p\d+|mean", name):  # a percentile: a gate's or a sweep's limit
+                hint = (
+                    f" ('{name}<…' limits a percentile: `sweep --slo` takes it, and `compare "
+                    f"--threshold '{name}<2s'` gates a run on it)"
+                )
+            raise GateError(f"--slo: '{name}' is not one of {known}{hint}")
         limit = quantity(value, f"--slo {name}")
         if limit <= 0:
             raise GateError(f"--slo {name}: the limit must be above 0, not {value}")

@@ -56,6 +56,29 @@ class Histogram:
         else:
             self._accumulate(value)
 
+    def add_count(self, value: float, count: int) -> None:
+        """``count`` values equal to ``value`` (a sample's bucketed gaps): one HDR record and
+        one pairwise mean update, not ``count`` of each."""
+        raw = self._raw
+        if raw is not None:
+            raw.extend(array("d", (value,)) * count)
+            if len(raw) > self.exact_limit:
+                self._spill()
+            return
+        n = self._n + count
+        delta = value - self._mean
+        self._m2 += delta * delta * self._n * count / n
+        self._mean += delta * count / n
+        self._n = n
+        self._min = min(self._min, value)
+        self._max = max(self._max, value)
+        us = round(value * US)
+        if us < 0 or us > HIGHEST_US:
+            self.clipped += count
+            us = min(max(us, 0), HIGHEST_US)
+        assert self._hdr is not None
+        self._hdr.record_value(us, count)
+
     def _spill(self) -> None:
         raw, self._raw = self._raw, None
         self._hdr = new_hdr()

@@ -34,6 +34,7 @@ class Level:
     error_rate: float  # failed tasks / tasks
     throttle_rate: float  # 429s / tasks
     tasks: float = 0.0  # tasks per run (median)
+    goodput: float | None = None  # share of tasks meeting every --slo objective (median)
 
 
 @dataclass(frozen=True)
@@ -179,9 +180,17 @@ def client_bound(level: Level, tolerance: float = 0.85) -> bool:
     return sustained is not None and sustained < tolerance * level.level
 
 
-def slo_max(levels: list[Level], metric: str, limit_s: float) -> float | None:
-    """The largest level whose ``metric`` (p50, p95, p99 or mean) is under ``limit_s``."""
-    ok = [v.level for v in levels if (getattr(v, metric) or math.inf) < limit_s]
+PERCENTILES = ("p50", "p95", "p99", "mean")  # the Level fields a percentile --slo names
+
+
+def slo_max(levels: list[Level], metric: str, limit: float) -> float | None:
+    """The largest level whose ``metric`` (p50, p95, p99 or mean) is under ``limit`` seconds;
+    or, for goodput objectives (``metric`` is their text), whose share of tasks meeting them
+    reaches ``limit`` (DistServe's SLO attainment; a failed task misses)."""
+    if metric in PERCENTILES:
+        ok = [v.level for v in levels if (getattr(v, metric) or math.inf) < limit]
+    else:
+        ok = [v.level for v in levels if v.goodput is not None and v.goodput >= limit]
     return max(ok) if ok else None
 
 
@@ -203,6 +212,7 @@ def level_of(level: float, summary: Mapping[str, Any]) -> Level:
         error_rate=med("error_rate") or 0.0,
         throttle_rate=med("throttle_rate") or 0.0,
         tasks=med("tasks") or 0.0,
+        goodput=med("goodput.task_share"),
     )
 
 

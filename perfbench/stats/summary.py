@@ -25,6 +25,8 @@ from perfbench.stats.timeline import Timeline
 
 SCHEMA = 1
 Metrics = dict[str, Any]
+# A request faster than this (an in-process mock on a virtual clock) has no meaningful rate.
+MIN_E2E = 1e-6
 LATE_S = 0.002  # an open-loop task that started this much after its schedule counts as late
 
 
@@ -54,6 +56,10 @@ class _Group:
     # Per streamed task, the mean gap between its token-bearing chunks (a sample keeps only
     # that mean and the maximum, not every gap): the distribution of ITL over tasks.
     itl: Histogram = field(default_factory=Histogram)
+    # Every gap of every streamed task, pooled (vLLM bench's ITL): from each sample's
+    # bucketed gaps (3 significant figures).
+    itl_pooled: Histogram = field(default_factory=Histogram)
+    ttfo: Histogram = field(default_factory=Histogram)  # per task: to its first content token
     latency_intended: Histogram = field(default_factory=Histogram)  # open loop: from schedule
     lag: Histogram = field(default_factory=Histogram)  # open loop: start − scheduled start
     # Per model call: from its start to its request going out (a free pooled connection, a
@@ -91,6 +97,12 @@ class _Group:
     requests: int = 0
     requests_failed: int = 0
     tpot: Histogram = field(default_factory=Histogram)  # per request: time per output token
+    request_ttft: Histogram = field(default_factory=Histogram)  # every request's, not the task's
+    # Per request: output tokens over its e2e, in thousands (a histogram holds 0..3600, and a
+    # zero-latency server streams well over 3,600 tokens a second).
+    request_ktps: Histogram = field(default_factory=Histogram)
+    # Per request with both: the API's output tokens over the offline tokenizer's count.
+    request_usage_ratio: Histogram = field(default_factory=Histogram)
     slo: Slo | None = None  # run --slo: goodput is counted against it
     slo_tasks: int = 0
     slo_requests: int = 0
@@ -133,6 +145,12 @@ class _Group:
             self.ttft.add(s.ttft)
         if s.itl_mean is not None:
             self.itl.add(s.itl_mean)
+        if s.itl_gaps:
+            pooled = self.itl_pooled
+            for us, n in s.itl_gaps:
+                pooled.add_count(us / 1e6, n)
+        if s.ttfo is not None:
+            self.ttfo.add(s.ttfo)
         if s.tokens_out is not None or s.tokens_in is not None:
             self.with_tokens += 1
             self.tokens_in += s.tokens_in or 0
@@ -188,9 +206,17 @@ class _Group:
     def _request(self, st: Step) -> None:
         self.requests += 1
         self.requests_failed += st.status != "ok"
-        tpot = request_figures(st)["tpot"]
-        if tpot is not None and st.status == "ok":
-            self.tpot.add(tpot)
+        if st.status == "ok":
+            if st.ttft is not None:
+                self.request_ttft.add(st.ttft)
+            figures = request_figures(st)
+            if figures["tpot"] is not None:
+                self.tpot.add(figures["tpot"])
+            e2e = figures["e2e"]
+            if st.tokens_out and e2e is not None and e2e >= MIN_E2E:
+                self.request_ktps.add(st.tokens_out / e2e / 1000)
+            if st.tokens_out is not None and st.tokens_estimate:
+                self.request_usage_ratio.add(st.tokens_out / st.tokens_estimate)
         if self.slo is not None:
             self.slo_requests += self.slo.request_meets(st)
 
@@ -209,6 +235,8 @@ class _Group:
         self.latency_all.merge(other.latency_all)
         self.ttft.merge(other.ttft)
         self.itl.merge(other.itl)
+        self.itl_pooled.merge(other.itl_pooled)
+        self.ttfo.merge(other.ttfo)
         self.latency_intended.merge(other.latency_intended)
         self.lag.merge(other.lag)
         self.wait.merge(other.wait)
@@ -244,6 +272,9 @@ class _Group:
         self.requests += other.requests
         self.requests_failed += other.requests_failed
         self.tpot.merge(other.tpot)
+        self.request_ttft.merge(other.request_ttft)
+        self.request_ktps.merge(other.request_ktps)
+        self.request_usage_ratio.merge(other.request_usage_ratio)
         self.slo = self.slo or other.slo
         self.slo_tasks += other.slo_tasks
         self.slo_requests += other.slo_requests
@@ -266,6 +297,8 @@ class _Group:
             "latency_all": self.latency_all.summary(),
             "ttft": self.ttft.summary(),
             "itl": self.itl.summary(),
+            "itl_pooled": self.itl_pooled.summary(),
+            "ttfo": self.ttfo.summary(),
             "latency_intended": self.latency_intended.summary(),
             "schedule_lag": self.lag.summary(),
             "wait": self.wait.summary(),
@@ -301,6 +334,9 @@ class _Group:
             "request_error_rate": _per(self.requests_failed, self.requests),
             "request_rate": self.requests / window if window > 0 else None,
             "tpot": self.tpot.summary(),
+            "request_ttft": self.request_ttft.summary(),
+            "request_tokens_per_s": _scaled(self.request_ktps.summary(), 1000),
+            "request_usage_vs_estimate": self.request_usage_ratio.summary(),
             "turn_latency": self.turn_latency.summary(),
             "turn_ttft": self.turn_ttft.summary(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
@@ -320,8 +356,21 @@ class _Group:
         }
 
     def histograms(self) -> dict[str, str]:
-        named = {"latency": self.latency, "ttft": self.ttft, "itl": self.itl}
+        named = {
+            "latency": self.latency,
+            "ttft": self.ttft,
+            "itl": self.itl,
+            "itl_pooled": self.itl_pooled,
+        }
         return {name: h.encode() for name, h in named.items() if h.count}
+
+
+def _scaled(summary: dict[str, Any] | None, factor: float) -> dict[str, Any] | None:
+    """A distribution's figures times ``factor`` (its count and method as they are)."""
+    if summary is None:
+        return None
+    keep = ("n", "method", "clipped")
+    return {k: v if k in keep or v is None else v * factor for k, v in summary.items()}
 
 
 def _per(total: int, n: int) -> float | None:

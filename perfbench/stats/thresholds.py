@@ -116,7 +116,7 @@ def check_thresholds(
     return out
 
 
-SLO_METRICS = ("p50", "p95", "p99", "mean")
+SLO_METRICS = ("p50", "p95", "p99", "mean")  # spec.PERCENTILE_SLOS
 
 
 def parse_slo(text: str) -> tuple[str, float]:

@@ -4,6 +4,7 @@ runs/<UTC time>_<suite>_<target>[_<label>]/
     meta.json      the run's spec, status, timings and headline; replaced atomically
     samples.jsonl  one Sample a line, appended and flushed as each task ends
     summary.json   statistics with encoded HDR histograms (written when the run ends)
+    server_metrics.jsonl   run --server-metrics only: the server's Prometheus page, a scrape a line
 
 This module names, lists, finds and reads run directories; ``files`` writes their documents,
 ``recorder`` is the sink samples go to, ``sweeps`` lays out sweep directories and ``machine``
@@ -23,15 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfbench.errors import StoreError
+from perfbench.sample import Sample
 from perfbench.store.documents import Meta, Owner
 from perfbench.store.files import (
     META,
     SAMPLES,
+    SERVER_METRICS,
     SUMMARY,
     Reserve,
     SampleWriter,
     read_json,
     read_samples,
+    read_server_metrics,
     remove_strays,
     rewrite_samples,
     write_json,
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "META",
     "SAMPLES",
+    "SERVER_METRICS",
     "SUMMARY",
     "Lock",
     "Meta",
@@ -59,6 +64,7 @@ __all__ = [
     "read_json",
     "read_meta",
     "read_samples",
+    "read_server_metrics",
     "read_summary",
     "reading",
     "remove_strays",
@@ -180,7 +186,19 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
     slo = (meta.get("spec") or {}).get("slo")
-    return summarize(read_samples(run_dir), timeouts, parse(slo) if slo else None)
+    return summarize(unique_samples(run_dir), timeouts, parse(slo) if slo else None)
+
+
+def unique_samples(run_dir: Path) -> Iterator[Sample]:
+    """``read_samples`` with each task once, its first line kept, as ``--resume`` keeps it: a
+    line found twice (pasted twice, or appended by two processes before run directories were
+    locked) would otherwise count twice in every statistic recomputed from the file."""
+    seen: set[tuple[str, int, str, int]] = set()
+    for sample in read_samples(run_dir):
+        key = sample.key
+        if key not in seen:
+            seen.add(key)
+            yield sample
 
 
 def owner() -> Owner:

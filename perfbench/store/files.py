@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -20,11 +21,13 @@ import orjson
 
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
+from perfbench.stats.server_metrics import Scrape
 from perfbench.store import checks
 
 META = "meta.json"
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
+SERVER_METRICS = "server_metrics.jsonl"  # run --server-metrics: one scrape a line
 RESERVE = ".reserve"  # room kept back for meta.json's last write (see ``Reserve``)
 PLAN_FILE = "sweep-plan.json"
 
@@ -199,6 +202,44 @@ def _sample(line: bytes, path: Path, number: int) -> Sample:
     except checks.Damage as exc:
         raise StoreError(f"{path}:{number}: {exc}. {_LINE_FIX}") from None
     return Sample.from_json(doc)
+
+
+def read_server_metrics(run_dir: Path) -> Iterator[Scrape]:
+    """The scrapes of server_metrics.jsonl in file order, leniently: unlike samples.jsonl it
+    is an observation beside the run that no statistic depends on, so a missing or unreadable
+    file is no scrapes, and a line that is not a scrape (torn by a kill, edited) is skipped
+    rather than a ``StoreError`` that would stop a report."""
+    try:
+        fh = (run_dir / SERVER_METRICS).open("rb")
+    except OSError:
+        return
+    with fh:
+        try:
+            for line in fh:
+                scrape = _scrape(line)
+                if scrape is not None:
+                    yield scrape
+        except OSError:
+            return  # a read error part way: the scrapes before it stand
+
+
+def _scrape(line: bytes) -> Scrape | None:
+    """A line as the scraper writes it (``{"t", "values"}`` or ``{"t", "error"}``), or None."""
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    t = doc.get("t") if isinstance(doc, dict) else None
+    if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
+        return None
+    values = doc.get("values")
+    if not isinstance(values, dict):
+        return Scrape(float(t), None) if isinstance(doc.get("error"), str) else None
+    return Scrape(float(t), {k: float(v) for k, v in values.items() if _finite(v)})
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def rewrite_samples(run_dir: Path, samples: Iterable[Sample]) -> None:

@@ -180,6 +180,7 @@ class ModelAgent(Target):
             encoding = tokens.encoding_for(str(body.get("model", "")))
             estimate = tokens.count(_output(reply), encoding)
             task.tokens_out_estimate = (task.tokens_out_estimate or 0) + estimate
+            call.step.tokens_estimate = estimate
             task.tokenizer = task.tokenizer or encoding
         return reply
 

@@ -4,6 +4,7 @@ recomputed with it when a run's summary.json is lost."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.helpers import CASES, cli
@@ -31,3 +32,28 @@ def test_a_mistyped_objective_is_a_usage_error(tmp_path: Path) -> None:
     done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--slo", "ttfb<1s",
                "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 2 and "'ttfb' is not one of ttft, tpot, e2e, latency" in done.stderr
+
+
+def test_a_sweep_takes_the_same_objectives_and_names_the_largest_level_meeting_them(
+    tmp_path: Path,
+) -> None:
+    # One spelling for both commands: run --slo's objectives, met by --attainment of the
+    # tasks at a level. Every task meets a loose latency limit; none meets a TTFT of 1 µs.
+    for slo, largest in (("latency<30s", "2"), ("ttft<1us", "none")):
+        out = tmp_path / slo.replace("<", "-")
+        done = cli("sweep", str(CASES / "answer.yaml"), "-t", "mock", "--concurrency", "1,2",
+                   "--runs", "1", "--warmup", "0", "--slo", slo, "--attainment", "0.95",
+                   "--out", str(out), "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        said = " ".join(done.stdout.split())
+        assert f"Largest level where 95% of tasks met every objective ({slo}): {largest}." in said
+        (sweep_dir,) = [d for d in out.iterdir() if (d / "sweep.json").exists()]
+        level_runs = [json.loads(p.read_text()) for p in sweep_dir.rglob("meta.json")]
+        assert level_runs and all(m["spec"]["slo"] == slo for m in level_runs)
+
+
+def test_a_percentile_given_to_run_slo_points_at_the_gate(tmp_path: Path) -> None:
+    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--slo", "p95<2s",
+               "--out", str(tmp_path))  # fmt: skip
+    said = " ".join(re.sub("[│╭╮╰╯─]", " ", done.stderr).split())  # rich's usage-error box
+    assert done.returncode == 2 and "compare --threshold 'p95<2s'` gates a run" in said, said

@@ -14,6 +14,7 @@ from perfbench.suite import Suite, load_suite
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sources"
 SHAREGPT = FIXTURES / "sharegpt.json"
+TURNS = FIXTURES / "sharegpt_turns.json"  # multi-turn conversations
 JSONL = FIXTURES / "prompts.jsonl"
 CSV = FIXTURES / "prompts.csv"
 
@@ -241,6 +242,101 @@ def test_a_malformed_sharegpt_file_says_where(
     found = problem(tmp_path, "sharegpt", path="sg.json")
     assert (found.file, found.line) == (tmp_path / "sg.json", line)
     assert message in found.message
+
+
+def _human_turns(name: str) -> list[str]:
+    (entry,) = [e for e in json.loads(TURNS.read_text("utf-8")) if e["id"] == name]
+    return [t["value"] for t in entry["conversations"] if t["from"] == "human"]
+
+
+def _replies(name: str) -> list[int]:
+    (entry,) = [e for e in json.loads(TURNS.read_text("utf-8")) if e["id"] == name]
+    return [Tokenizer().count(t["value"]) for t in entry["conversations"] if t["from"] == "gpt"]
+
+
+def test_sharegpt_all_turns_make_a_multi_turn_case(tmp_path: Path) -> None:
+    suite = load(tmp_path, "sharegpt", path=str(TURNS), turns="all")
+    by_name = {c.name: c for c in suite.cases}
+    # No human turn: skipped, as turns: first skips it.
+    assert list(by_name) == ["mt_three", "mt_unanswered", "mt_empty_first", "mt_zh"]
+    three = by_name["mt_three"]
+    assert three.input is None and three.turns == _human_turns("mt_three")  # in order
+    assert len(three.turns) == 3
+    replies = _replies("mt_three")  # 36, 13 and 14 tokens: their mean is asked of each turn
+    assert three.output_tokens == three.max_tokens == round(sum(replies) / 3) == 21
+    # The last turn, unanswered in the file, is sent too; only the recorded reply counts.
+    unanswered = by_name["mt_unanswered"]
+    assert unanswered.turns == ["Name a prime number.", "Another one, please."]
+    assert unanswered.output_tokens == _replies("mt_unanswered")[0]
+    assert by_name["mt_empty_first"].turns == ["Sorry: what is 2 + 2?"]  # no empty turn
+    assert by_name["mt_zh"].language == "zh"
+    assert all(c.id.startswith("sg-") for c in suite.cases)
+
+
+def test_sharegpt_first_is_the_default_and_unchanged(tmp_path: Path) -> None:
+    default = load(tmp_path, "sharegpt", path=str(TURNS))
+    first = load(tmp_path, "sharegpt", path=str(TURNS), turns="first")
+    assert default.digest == first.digest and default.cases == first.cases
+    three = {c.name: c for c in first.cases}["mt_three"]
+    assert (three.input, three.turns) == ("Plan a day in Lisbon for me.", None)
+    assert three.output_tokens == _replies("mt_three")[0]
+    old = load(tmp_path, "sharegpt", path=str(SHAREGPT), turns="first")
+    assert old.digest == load(tmp_path, "sharegpt", path=str(SHAREGPT)).digest
+    # The digest covers the turns: another workload, another digest.
+    assert load(tmp_path, "sharegpt", path=str(TURNS), turns="all").digest != first.digest
+
+
+def test_sharegpt_max_turns_caps_the_conversation(tmp_path: Path) -> None:
+    two = load(tmp_path, "sharegpt", path=str(TURNS), turns="all", max_turns=2)
+    three = {c.name: c for c in two.cases}["mt_three"]
+    assert three.turns == _human_turns("mt_three")[:2]
+    assert three.output_tokens == 25  # the mean of the two replies taken, 36 and 13, half up
+    assert all(len(c.turns or []) <= 2 for c in two.cases)
+    one = load(tmp_path, "sharegpt", path=str(TURNS), turns="all", max_turns=1)
+    assert {len(c.turns or []) for c in one.cases} == {1}
+    found = problem(tmp_path, "sharegpt", path=str(TURNS), max_turns=2)
+    assert "max_turns needs turns: all" in found.message
+    assert "turns" in problem(tmp_path, "sharegpt", path=str(TURNS), turns="every").field
+
+
+def test_sharegpt_filters_bound_a_conversation(tmp_path: Path) -> None:
+    # Input: the human turns sent, together (mt_three's first turn is 8 tokens, all 20).
+    first = load(tmp_path, "sharegpt", path=str(TURNS), max_input=10)
+    every = load(tmp_path, "sharegpt", path=str(TURNS), max_input=10, turns="all")
+    assert "mt_three" in {c.name for c in first.cases}
+    assert [c.name for c in every.cases] == ["mt_unanswered", "mt_empty_first"]
+    # Output: the length asked of each turn (mt_three's mean is 21).
+    long = load(tmp_path, "sharegpt", path=str(TURNS), min_output=20, turns="all")
+    assert [(c.name, c.output_tokens) for c in long.cases] == [("mt_three", 21)]
+    fixed = load(tmp_path, "sharegpt", path=str(TURNS), output=7, turns="all")
+    assert {c.output_tokens for c in fixed.cases} == {7}
+
+
+def test_sharegpt_all_turns_is_seeded(tmp_path: Path) -> None:
+    a = load(tmp_path, "sharegpt", path=str(TURNS), turns="all", n=2, seed=5)
+    b = load(tmp_path, "sharegpt", path=str(TURNS), turns="all", n=2, seed=5)
+    assert a.digest == b.digest and len(a.cases) == 2
+
+
+def test_a_malformed_later_turn_is_located_with_all_turns(tmp_path: Path) -> None:
+    talk = [
+        {"from": "human", "value": "hi"},
+        {"from": "gpt", "value": "hello"},
+        {"from": "human", "value": "and?"},
+        {"from": "gpt", "value": 3},
+    ]
+    good = {"id": "x", "conversations": talk[:2]}
+    data = tmp_path / "sg.jsonl"
+    data.write_text(json.dumps(good) + "\n" + json.dumps({"conversations": talk}) + "\n")
+    # turns: first reads only the first exchange, which is good.
+    assert len(load(tmp_path, "sharegpt", path="sg.jsonl").cases) == 2
+    found = problem(tmp_path, "sharegpt", path="sg.jsonl", turns="all")
+    assert (found.file, found.line) == (data, 2)
+    assert found.message.startswith("[1].conversations[3]: expected a turn")
+    (tmp_path / "sg.json").write_text(json.dumps([{"conversations": talk}]))
+    found = problem(tmp_path, "sharegpt", path="sg.json", turns="all")
+    assert (found.file, found.line) == (tmp_path / "sg.json", None)
+    assert found.message.startswith("[0].conversations[3]: expected a turn")
 
 
 def test_cases_and_a_source_in_one_file(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def test_tokens_are_timed_from_the_chunks_arrival_not_from_when_they_are_parsed(
     call.token()
     call.token()
     assert t.steps[0].ttft == pytest.approx(0.3)
-    assert t._gap_max == 0.0  # two tokens of one chunk arrived together
+    assert t._gaps == [0.0]  # two tokens of one chunk arrived together
 
 
 def test_a_transport_stamp_on_the_monotonic_clock_is_used_within_sent_and_now() -> None:
@@ -51,10 +51,10 @@ def test_a_transport_stamp_on_the_monotonic_clock_is_used_within_sent_and_now() 
     assert t.steps[0].ttft == pytest.approx(0.0005, abs=1e-9)
     call.arrived(sent - 1.0)  # impossible: before the request left (and the last token)
     call.token()
-    assert t._gap_max == 0.0 and t._gap_sum == 0.0  # clamped: no negative gap
+    assert t._gaps == [0.0]  # clamped: no negative gap
     call.arrived(time.monotonic() + 60)  # from the future: clamped to now
     call.token()
-    assert t._gap_max < 1.0
+    assert 0.0 <= t._gaps[1] < 1.0
 
 
 def test_a_stamp_is_ignored_when_the_task_measures_on_another_clock() -> None:
