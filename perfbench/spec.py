@@ -166,14 +166,16 @@ class RunSpec:
         )
 
     def load_suite(self) -> Suite:
-        from perfbench.suite import load_suite, synthetic_suite
+        from perfbench.suite import load_suite, synthetic_suite, trace_suite
 
-        generated = [c.removeprefix(SYNTHETIC) for c in self.cases if c.startswith(SYNTHETIC)]
+        generated = [c for c in self.cases if c.startswith((SYNTHETIC, TRACE))]
         if not generated:
             return load_suite([Path(c) for c in self.cases])
         if len(self.cases) > 1:
-            raise PerfbenchError("give --synthetic or case files, not both")
-        return synthetic_suite(generated[0])
+            raise PerfbenchError("give one of case files, --synthetic or a shaped --trace")
+        if generated[0].startswith(TRACE):
+            return trace_suite(Path(generated[0].removeprefix(TRACE)))
+        return synthetic_suite(generated[0].removeprefix(SYNTHETIC))
 
     def pricer(self) -> Pricer:
         from perfbench.stats.cost import load_pricer
@@ -245,11 +247,14 @@ class SweepSpec:
     label: str | None = None
     prices: str | None = None
     out: str = "runs"
+    server_metrics: str | None = None  # every level's run reads it (RunSpec.server_metrics)
+    scrape_interval: float = 1.0
 
     @classmethod
     def of(cls, run: RunSpec, plan: SweepPlan) -> SweepSpec:
         """The sweep of ``plan``'s levels over what ``run`` describes (its own plan aside)."""
-        return cls(run.cases, run.target, plan, run.label, run.prices, run.out or "runs")
+        return cls(run.cases, run.target, plan, run.label, run.prices, run.out or "runs",
+                   run.server_metrics, run.scrape_interval)  # fmt: skip
 
     def level(self, level: float, *, workers: bool = True) -> RunSpec:
         """The run of one level: the base plan at that concurrency or rate, with worker
@@ -262,7 +267,8 @@ class SweepSpec:
         count = (self.plan.workers or auto_workers(plan)) if workers else 1
         plan = replace(plan, workers=count)
         return RunSpec(self.cases, self.target, plan, self.label, self.prices, self.out,
-                       slo=self.plan.objectives)  # fmt: skip
+                       slo=self.plan.objectives, server_metrics=self.server_metrics,
+                       scrape_interval=self.scrape_interval)  # fmt: skip
 
     def load_suite(self) -> Suite:
         return RunSpec(self.cases).load_suite()
@@ -279,6 +285,8 @@ class SweepSpec:
             "label": self.label,
             "prices": self.prices,
             "out": self.out,
+            "server_metrics": recorded_url(self.server_metrics) if self.server_metrics else None,
+            "scrape_interval": self.scrape_interval,
         }
 
     @classmethod
@@ -308,14 +316,20 @@ class SweepSpec:
             label=doc.get("label"),
             prices=doc.get("prices"),
             out=doc.get("out") or "runs",
+            # .get: absent from sweeps started before sweep --server-metrics
+            server_metrics=doc.get("server_metrics"),
+            scrape_interval=doc.get("scrape_interval", 1.0),
         )
 
 
 SYNTHETIC = "synthetic:"  # a case source that is a generator's spec, not a file
+TRACE = "trace:"  # cases shaped by a trace's lines (`run --trace FILE` without cases)
 
 
 def _case_source(given: Path | str) -> str:
     text = str(given)
+    if text.startswith(TRACE):
+        return TRACE + str(Path(text.removeprefix(TRACE)).resolve())
     return text if text.startswith(SYNTHETIC) else str(Path(given).resolve())
 
 

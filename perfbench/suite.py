@@ -442,6 +442,36 @@ def synthetic_suite(spec: str) -> Suite:
     return Suite("synthetic", cases, {c.id: synthetic.FLAG for c in cases})
 
 
+def trace_suite(path: Path) -> Suite:
+    """The suite of ``perfbench run --trace FILE`` without cases: one case per line of a
+    trace that gives each request's length (``perfbench.sources.trace``), in arrival order,
+    so the replay's n-th arrival runs the n-th case. A trace without lengths, or a line
+    without one, raises ``SuiteError`` naming the file (and line)."""
+    from perfbench.load import trace as trace_file
+    from perfbench.sources import SourceError, case_ids
+    from perfbench.sources import trace as shapes
+
+    arrivals = trace_file.arrivals(path)  # a TraceError names the file and line itself
+    if not shapes.shaped(arrivals):
+        message = (
+            "its lines give no input_length: give cases to run at its arrival times, or a "
+            "trace with input_length (and output_length) on each line"
+        )
+        raise SuiteError([Problem(path, None, "", message)])
+    try:
+        made = shapes.prompts(arrivals, path)
+    except SourceError as exc:
+        raise SuiteError([_source_problem(exc, path, None, ())]) from exc
+    ids = case_ids(shapes.ID_PREFIX, len(made))
+    where = [(path, a.line) for a in arrivals]
+    try:
+        cases = tuple(_prompt_case(i, p, {}, w) for i, p, w in zip(ids, made, where, strict=True))
+    except CaseError as exc:
+        raise SuiteError(exc.problems) from exc
+    sources = {c.id: f"{path}:{a.line}" for c, a in zip(cases, arrivals, strict=True)}
+    return Suite(f"trace-{path.stem}", cases, sources)
+
+
 def _check_defaults(defaults: dict[str, Any], doc: yamlfile.Located) -> None:
     """Validate ``defaults:`` once, where they are written, with the case rules; otherwise a
     bad default would be reported once per case, at each case's line."""

@@ -121,6 +121,15 @@ OUTPUT = (
           "run_finished); the tables go to stderr."),
 )  # fmt: skip
 
+SERVER = (
+    _flag("server_metrics", None, str | None, panel=_O,
+          help="The server's Prometheus page (vLLM, SGLang, TGI: http://host:8000/metrics), "
+          "read every --scrape-interval seconds during the run (each level's, in a sweep) into "
+          "server_metrics.jsonl, and summarised (running and waiting requests, KV-cache use) "
+          "beside the run's figures."),
+    _flag("scrape_interval", 1.0, float, min=0.1, panel=_O, help="Seconds between scrapes."),
+)  # fmt: skip
+
 CasesArg = Annotated[
     list[Path] | None,
     typer.Argument(help="Case files or folders (searched recursively for *.yaml, *.yml)."),

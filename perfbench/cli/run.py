@@ -18,6 +18,7 @@ from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
     OUTPUT,
     PASSES,
+    SERVER,
     TARGET,
     WORKLOAD,
     CasesArg,
@@ -25,20 +26,18 @@ from perfbench.cli.options import (
     shared,
 )
 from perfbench.cli.output import err, errors, out, print_result
+from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
 from perfbench.engine.results import RunResult
-from perfbench.errors import GateError, TargetError
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
-from perfbench.http.urls import checked_url
 from perfbench.report.format import seconds
-from perfbench.spec import SYNTHETIC, Plan, RunSpec, TargetSpec
-from perfbench.stats import goodput
+from perfbench.spec import Plan, RunSpec
 from perfbench.stats.advice import client_bound
 
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
 
 @app.command()
-@shared(TARGET, PASSES, WORKLOAD, OUTPUT)
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER)
 def run(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -77,7 +76,9 @@ def run(
             rich_help_panel="Load",
             help="Open loop replaying a trace: a JSONL file of arrival times (timestamp in ms, "
             "as Mooncake and AIPerf traces, or timestamp_s), each pass starting a task at each "
-            "one; latency is also reported from each task's intended start.",
+            "one; latency is also reported from each task's intended start. Given no cases, a "
+            "trace whose lines have input_length (output_length, hash_ids) makes one prompt "
+            "of that shape per arrival.",
         ),
     ] = None,
     max_in_flight: Annotated[
@@ -165,19 +166,6 @@ def run(
             "and tasks meeting every one; failed and refused ones count as misses.",
         ),
     ] = None,
-    server_metrics: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Output",
-            help="The server's Prometheus page (vLLM, SGLang, TGI: http://host:8000/metrics), "
-            "read every --scrape-interval seconds during the run into server_metrics.jsonl, "
-            "and summarised (running and waiting requests, KV-cache use) beside the run's.",
-        ),
-    ] = None,
-    scrape_interval: Annotated[
-        float,
-        typer.Option(rich_help_panel="Output", min=0.1, help="Seconds between scrapes."),
-    ] = 1.0,
     *,
     flags: Flags,
 ) -> None:
@@ -205,9 +193,9 @@ def run(
         )  # fmt: skip
         plan = options.plan(flags, concurrency=concurrency, load=shape)
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
-        extra = {"slo": _objectives(slo), "server_metrics": _metrics_url(server_metrics),
-                 "scrape_interval": scrape_interval}  # fmt: skip
-        specs = [run_spec(cases, flags, plan, t, **extra) for t in options.target_specs(flags)]
+        extra = {"slo": objectives(slo), **server_options(flags)}
+        sources = trace_cases(cases, flags, trace)
+        specs = [run_spec(sources, flags, plan, t, **extra) for t in options.target_specs(flags)]
     codes, results = [], []
     for spec in specs:
 
@@ -274,48 +262,6 @@ def _targets_report(results: list[RunResult], plan: Plan, console: Console) -> N
     runs = [release.load(str(d), d.parent) for d in dirs]
     path = release.build(runs, runs[0], folder)
     console.print(f"Report comparing them: {path}", highlight=False, markup=False, emoji=False)
-
-
-def _objectives(text: str | None) -> str | None:
-    """--slo, checked now (a usage error, exit 2), recorded as given."""
-    if text is None:
-        return None
-    try:
-        return goodput.parse(text).text
-    except GateError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def _metrics_url(url: str | None) -> str | None:
-    try:
-        return checked_url(url, "--server-metrics") if url else None
-    except TargetError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-def run_spec(
-    cases: list[Path] | None,
-    flags: Flags,
-    plan: Plan,
-    target: TargetSpec | None = None,
-    **more: Any,
-) -> RunSpec:
-    sources: list[Path | str] = list(cases or [])
-    if flags["synthetic"] is not None:
-        if sources:
-            raise typer.BadParameter("give case files or --synthetic, not both")
-        sources = [SYNTHETIC + flags["synthetic"]]
-    if not sources:
-        raise typer.BadParameter("give case files or folders, or --synthetic SPEC")
-    return RunSpec.build(
-        sources,
-        target if target is not None else options.target_spec(flags),
-        plan,
-        label=flags["label"],
-        prices=flags["prices"],
-        out=flags["out_dir"],
-        **more,  # run's own: slo, server_metrics, scrape_interval
-    )
 
 
 def stopped(by: str | None) -> ExitCode:

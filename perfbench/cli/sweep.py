@@ -13,9 +13,19 @@ import typer
 from perfbench import api
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.options import OUTPUT, PASSES, TARGET, WORKLOAD, CasesArg, Flags, shared
+from perfbench.cli.options import (
+    OUTPUT,
+    PASSES,
+    SERVER,
+    TARGET,
+    WORKLOAD,
+    CasesArg,
+    Flags,
+    shared,
+)
 from perfbench.cli.output import err, errors, out
-from perfbench.cli.run import MAX_ERROR_RATE, Watch, run_spec, stopped
+from perfbench.cli.run import MAX_ERROR_RATE, Watch, stopped
+from perfbench.cli.specs import run_spec, server_options
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
 from perfbench.events import JsonEvents, LiveView, Sink
@@ -63,7 +73,7 @@ class _SweepWatch(Watch):
 
 
 @app.command()
-@shared(TARGET, PASSES, WORKLOAD, OUTPUT, defaults={"runs": 3})
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, defaults={"runs": 3})
 def sweep(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -240,7 +250,7 @@ def _sweep_spec(
         slo=slo,
         workers=0 if flags["workers"] == "auto" else options.workers(flags["workers"], base),
     )
-    return SweepSpec.of(run_spec(cases, flags, base), plan)
+    return SweepSpec.of(run_spec(cases, flags, base, **server_options(flags)), plan)
 
 
 def _slo(text: str | None, attainment: float) -> tuple[str, float] | None:

@@ -26,12 +26,14 @@ MAX_BODY = 4 << 20  # a metrics page is kilobytes; more is not one
 
 
 class Scraper:
-    def __init__(self, url: str, interval: float, out: Path | None, clock: Clock) -> None:
+    def __init__(
+        self, url: str, interval: float, out: Path | None, clock: Clock, offset: float = 0.0
+    ) -> None:
         self.url, self.interval, self.out = url, interval, out
-        # Times are from the scraper's start, made just before the run's first task (a
-        # resumed run's scrapes count from its own start: ``stats.server_metrics.on_run_axis``
-        # puts them on the run's axis).
-        self.clock, self.t0 = clock, clock()
+        # Times are on the run's clock, as the samples' are: from the scraper's start, made
+        # just before the runner takes its t0, plus where a resumed run's clock continues
+        # from (``offset``, ``Resume.clock_offset``).
+        self.clock, self.t0 = clock, clock() - offset
         self.series: dict[str, list[tuple[float, float]]] = {}
         self.scrapes = 0
         self.failed = 0

@@ -203,7 +203,8 @@ class Session:
         if url is None:
             return await self.engine.run()
         out = run_dir / store.SERVER_METRICS if run_dir is not None else None
-        self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock)
+        offset = self.resume.clock_offset
+        self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock, offset)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.scraper.run)
             outcome = await self.engine.run()

@@ -293,8 +293,8 @@ def _draw_server(runs: Sequence[RunData], out: Path, figures: dict[str, str]) ->
 def server_series(run: RunData) -> tuple[dict[str, Points], list[float]] | None:
     """The run's server series (on the run's time axis) and the times of failed scrapes, from
     server_metrics.jsonl; from the summary's brief of them when the file is gone (not for a
-    resumed run: the brief's times count from its last session's start, and the file that
-    would place them is what is missing). None for a run without server metrics."""
+    resumed run: the brief holds its last session's scrapes only, and a chart of part of the
+    run would read as the whole). None for a run without server metrics."""
     series: dict[str, Points] = {}
     failed: list[float] = []
     lines = 0

@@ -142,7 +142,7 @@ def prompts(spec: Spec) -> list[Prompt]:
         rng = random.Random(f"{spec.seed}:{i}")
         length, output = inputs.draw(rng), outputs.draw(rng)
         head = shared if i in with_prefix else ""
-        body = _fit(spec.language, rng, tokenizer, length, head=head)
+        body = fit(spec.language, rng, tokenizer, length, head=head)
         out.append(Prompt(body, language=spec.language, output_tokens=output))
     return out
 
@@ -154,7 +154,7 @@ def _shared_prefix(spec: Spec, tokenizer: Tokenizer) -> str:
     if not spec.prefix:
         return ""
     rng = random.Random(f"{spec.seed}:prefix")
-    return _fit(spec.language, rng, tokenizer, spec.prefix, tail="\n")
+    return fit(spec.language, rng, tokenizer, spec.prefix, tail="\n")
 
 
 def _prefixed(spec: Spec) -> frozenset[int]:
@@ -166,7 +166,7 @@ def _prefixed(spec: Spec) -> frozenset[int]:
     return frozenset(random.Random(f"{spec.seed}:share").sample(range(spec.n), count))
 
 
-def _fit(
+def fit(
     language: str,
     rng: random.Random,
     tokenizer: Tokenizer,

@@ -45,21 +45,16 @@ def rank(key: str) -> int:
 
 
 def on_run_axis(scrapes: Iterable[Scrape]) -> list[Scrape]:
-    """The scrapes with ``t`` in seconds since the run started, the clock of the client's
-    timeline (``stats.timeline``: sample ends since the session's t0).
+    """The scrapes that lie on the run's time axis, the clock of the client's timeline
+    (``stats.timeline``: sample ends since the session's t0), in order.
 
-    A scraper counts from its own start, taken just before the runner takes its t0 (the same
-    monotonic clock, microseconds apart), so a run of one session needs no change. A resumed
-    run is the exception: its runner's clock continues from where the run stopped (``Resume.
-    clock_offset``, the last kept task's end) while its new scraper, appending to the same
-    file, starts again from 0. A ``t`` that goes back therefore starts a session, and it is
-    moved to follow the previous session's last scrape: that is within about one scrape
-    interval of the offset the runner used, which the file does not record."""
+    The scraper records on the run's clock, so a resumed run's scrapes continue from where
+    its clock does (the last kept task's end). The interrupted session's scrapes after that
+    point watched tasks that were lost and are run again: a ``t`` that goes back starts a
+    resumed session, and the earlier scrapes from that ``t`` on are dropped."""
     out: list[Scrape] = []
-    offset = last = 0.0
     for scrape in scrapes:
-        if scrape.t < last:  # the scraper of a resumed session, counting from 0 again
-            offset += last
-        last = scrape.t
-        out.append(Scrape(offset + scrape.t, scrape.values))
+        while out and out[-1].t >= scrape.t:
+            out.pop()
+        out.append(scrape)
     return out

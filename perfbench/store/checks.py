@@ -404,7 +404,7 @@ _SWEEP = Obj(
         "bisect_steps": PASSES,
         "slo": Maybe(
             Leaf(
-                "a [metric, seconds] pair",
+                "a [metric or objectives, limit] pair",
                 lambda v: (
                     isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _number(v[1])
                 ),
@@ -421,8 +421,9 @@ SWEEP_PLAN = Obj(
         "target": AnyOf((_TARGET, TEXT)),
         "plan": _SWEEP,
     },
-    {"suite_digest": TEXT, "label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT)},
-)
+    {"suite_digest": TEXT, "label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT),
+     "server_metrics": Maybe(TEXT), "scrape_interval": NUMBER},
+)  # fmt: skip
 
 # --- samples.jsonl: derived from the dataclasses ------------------------------------------
 

@@ -172,9 +172,9 @@ class ModelAgent(Target):
             raise
         # The call ends when its reply has arrived: tokenizing below is not the model's time.
         call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
-        _details(task, reply, self.api.model)
+        record_details(task, reply, self.api.model)
         if reply.tokens_out is None:  # no usage from the API: estimate, and say so
-            self._estimate(task, reply, body)
+            estimate_tokens(task, reply, body)
             call.set_tokens(reply.tokens_in, reply.tokens_out)
         elif self.check_tokens:  # usage given: count it offline too, to show any discrepancy
             encoding = tokens.encoding_for(str(body.get("model", "")))
@@ -183,18 +183,6 @@ class ModelAgent(Target):
             call.step.tokens_estimate = estimate
             task.tokenizer = task.tokenizer or encoding
         return reply
-
-    def _estimate(self, task: Task, reply: ModelReply, body: dict[str, Any]) -> None:
-        encoding = tokens.encoding_for(str(body.get("model", "")))
-        reply.tokens_out = tokens.count(_output(reply), encoding)
-        if reply.tokens_in is None:
-            # The conversation as sent: Chat's messages, Responses' input, or a completion's
-            # prompt.
-            sent = body.get("messages", body.get("input", body.get("prompt", [])))
-            prompt = sent if isinstance(sent, str) else orjson.dumps(sent).decode()
-            reply.tokens_in = tokens.count(prompt, encoding)
-        task.tokens_estimated = True
-        task.tokenizer = encoding
 
     async def _attempts(
         self, task: Task, call: ModelCall, url: str, content: bytes, headers: dict[str, str]
@@ -268,7 +256,22 @@ class ModelAgent(Target):
         return {**self._headers, "x-perfbench-key": key, "x-perfbench-case": task.case.id}
 
 
-def _details(task: Task, reply: ModelReply, asked: str) -> None:
+def estimate_tokens(task: Task, reply: ModelReply, body: dict[str, Any]) -> None:
+    """A reply without usage: its tokens counted offline (the encoding the model's name
+    suggests), and the task marked as estimated."""
+    encoding = tokens.encoding_for(str(body.get("model", "")))
+    reply.tokens_out = tokens.count(_output(reply), encoding)
+    if reply.tokens_in is None:
+        # The conversation as sent: Chat's messages, Responses' input, or a completion's
+        # prompt.
+        sent = body.get("messages", body.get("input", body.get("prompt", [])))
+        prompt = sent if isinstance(sent, str) else orjson.dumps(sent).decode()
+        reply.tokens_in = tokens.count(prompt, encoding)
+    task.tokens_estimated = True
+    task.tokenizer = encoding
+
+
+def record_details(task: Task, reply: ModelReply, asked: str) -> None:
     """What a reply says beyond its counts: cache and reasoning tokens (summed over the task's
     calls), and the model that answered when it is not the one asked."""
     if reply.cache_read is not None:

@@ -62,3 +62,46 @@ lat_count 1
 lat_sum 0.5
 """
     assert parse(page) == {'q{a="1",b="2"}': 3.0, "served_total": 7.0, "untyped": 1.0}
+
+
+def test_a_resumed_runs_scrapes_are_on_the_runs_clock(tmp_path: Path) -> None:
+    # Interrupted as a kill leaves a run (the first 3 of its tasks kept), then resumed: the
+    # new session's scrapes start where the run's clock continues, the last kept task's end,
+    # not at 0 again, so they sit beside the samples they watched.
+    with mock_process("default") as url:
+        args = ("-t", "openai/m", "--base-url", f"{url}/v1", "--server-metrics",
+                f"{url}/metrics")  # fmt: skip
+        done = cli("run", str(CASES / "plan.yaml"), *args, *RUN, "--out", str(tmp_path))
+        assert done.returncode == 0, done.stderr
+        (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+        meta = json.loads((run_dir / "meta.json").read_text())
+        meta["status"] = "interrupted"
+        (run_dir / "meta.json").write_text(json.dumps(meta))
+        kept = (run_dir / "samples.jsonl").read_text().splitlines(keepends=True)[:3]
+        (run_dir / "samples.jsonl").write_text("".join(kept))
+        (run_dir / "summary.json").unlink()
+        metrics = run_dir / "server_metrics.jsonl"
+        before = len(metrics.read_text().splitlines())
+        resumed = cli("run", "--resume", str(run_dir), "-q")
+    assert resumed.returncode == 0, resumed.stderr
+    resumed_from = max(json.loads(line)["end"] for line in kept)
+    lines = metrics.read_text().splitlines()
+    again = [json.loads(line)["t"] for line in lines[before:]]
+    assert again and again[0] >= resumed_from - 0.01, (resumed_from, again)
+
+
+def test_a_sweep_scrapes_the_server_at_every_level(tmp_path: Path) -> None:
+    with mock_process("default") as url:
+        done = cli("sweep", str(CASES / "answer.yaml"), "-t", "openai/m", "--base-url",
+                   f"{url}/v1", "--server-metrics", f"{url}/metrics", "--scrape-interval", "0.2",
+                   "--concurrency", "1,2", "--runs", "1", "--warmup", "0", "-q",
+                   "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (sweep_dir,) = [d for d in tmp_path.iterdir() if (d / "sweep.json").exists()]
+    levels = [p.parent for p in sweep_dir.rglob("meta.json")]
+    assert len(levels) == 2
+    for level in levels:
+        scraped = json.loads((level / "summary.json").read_text())["server_metrics"]
+        assert scraped["scrapes"] >= 1 and scraped["failed"] == 0, level
+    plan = json.loads((sweep_dir / "sweep-plan.json").read_text())
+    assert plan["server_metrics"] == f"{url}/metrics" and plan["scrape_interval"] == 0.2

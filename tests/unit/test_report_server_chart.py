@@ -126,10 +126,11 @@ def test_the_chart_reads_the_file_on_the_runs_time_axis(tmp_path: Path) -> None:
     assert [v for _, v in panels[1].series[KV] if v == v][-1] == 70.0  # 0.7 of the cache, in %
 
 
-def test_a_resumed_runs_scrapes_continue_after_the_first_session() -> None:
+def test_a_resumed_runs_scrapes_replace_those_of_the_lost_stretch() -> None:
     first = [Scrape(0.0, {}), Scrape(1.0, None), Scrape(2.0, {})]
-    again = [Scrape(0.1, {}), Scrape(1.1, {})]  # its scraper counts from 0 again
-    assert [s.t for s in on_run_axis(first + again)] == [0.0, 1.0, 2.0, 2.1, 3.1]
+    # Resumed from the last kept task's end, 1.5 s: the scrape at 2.0 watched lost tasks.
+    again = [Scrape(1.5, {}), Scrape(2.5, {})]
+    assert [s.t for s in on_run_axis(first + again)] == [0.0, 1.0, 1.5, 2.5]
     assert [s.t for s in on_run_axis(first)] == [0.0, 1.0, 2.0]
 
 

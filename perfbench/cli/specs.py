@@ -1,0 +1,85 @@
+"""The run spec from the command line: which cases (files, --synthetic, a shaped --trace),
+the target, the plan and the run's own options, each checked as a usage error (exit 2) before
+anything runs. `run` and `sweep` build their specs here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from perfbench.cli import options
+from perfbench.cli.options import Flags
+from perfbench.cli.output import warning
+from perfbench.errors import GateError, TargetError
+from perfbench.http.urls import checked_url
+from perfbench.load import trace as trace_file
+from perfbench.sources import trace as trace_shapes
+from perfbench.spec import SYNTHETIC, TRACE, Plan, RunSpec, TargetSpec
+from perfbench.stats import goodput
+
+
+def objectives(text: str | None) -> str | None:
+    """--slo, checked now (a usage error, exit 2), recorded as given."""
+    if text is None:
+        return None
+    try:
+        return goodput.parse(text).text
+    except GateError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def server_options(flags: Flags) -> dict[str, Any]:
+    """--server-metrics (checked now: a usage error, exit 2) and --scrape-interval."""
+    url = flags["server_metrics"]
+    try:
+        checked = checked_url(url, "--server-metrics") if url else None
+    except TargetError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return {"server_metrics": checked, "scrape_interval": flags["scrape_interval"]}
+
+
+def trace_cases(
+    cases: list[Path] | None, flags: Flags, trace: Path | None
+) -> list[Path | str] | None:
+    """--trace with no cases: the trace's lines shape the requests (one case per arrival);
+    with cases, a trace's lengths are not used, and that is said."""
+    if trace is None:
+        return list(cases) if cases else None
+    if not cases and flags["synthetic"] is None:
+        return [TRACE + str(trace)]
+    if trace_shapes.shaped(trace_file.arrivals(trace)):
+        warning(
+            f"{trace} gives each request's length, which is not used when cases are given: "
+            "the cases run at its arrival times. Drop the cases to replay its shapes too."
+        )
+    return list(cases) if cases else None
+
+
+def run_spec(
+    cases: Sequence[Path | str] | None,
+    flags: Flags,
+    plan: Plan,
+    target: TargetSpec | None = None,
+    **more: Any,
+) -> RunSpec:
+    sources: list[Path | str] = list(cases or [])
+    if flags["synthetic"] is not None:
+        if sources:
+            raise typer.BadParameter("give case files or --synthetic, not both")
+        sources = [SYNTHETIC + flags["synthetic"]]
+    if not sources:
+        raise typer.BadParameter(
+            "give case files or folders, --synthetic SPEC, or a --trace with input_length"
+        )
+    return RunSpec.build(
+        sources,
+        target if target is not None else options.target_spec(flags),
+        plan,
+        label=flags["label"],
+        prices=flags["prices"],
+        out=flags["out_dir"],
+        **more,  # slo, server_metrics, scrape_interval
+    )
