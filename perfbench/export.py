@@ -36,7 +36,7 @@ _CHUNK = 65_536  # rows held as Python objects at a time before they become type
 
 _STATUS = pd.CategoricalDtype(list(STATUSES))
 _PHASE = pd.CategoricalDtype(["warmup", "measured"])
-_KIND = pd.CategoricalDtype(["model", "tool"])
+_KIND = pd.CategoricalDtype(["model", "tool", "agent"])
 
 # Column name → dtype, in the order of Sample.to_json. Nullable integers ("Int64") keep a
 # missing token count apart from zero; "str" is pandas' string dtype (NaN when missing).

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["ok", "error", "timeout", "rate_limited", "cancelled", "dropped"]
+# A model call, a tool call of the built-in loop, or a command agent's own work between its
+# model calls (``agent``: its process's time outside every model call).
+StepKind = Literal["model", "tool", "agent"]
 Phase = Literal["warmup", "measured"]
 STATUSES: tuple[Status, ...] = ("ok", "error", "timeout", "rate_limited", "cancelled", "dropped")
 
@@ -34,6 +37,10 @@ ERROR_KINDS: dict[str, str] = {
     "unknown_tool": "the model called a tool the case does not declare",
     "agent_exception:": "a Python agent raised (by the exception's name)",
     "agent_not_async": "a Python agent returned something not awaitable",
+    "agent_exit": "a command agent exited with a status other than 0, or was killed by a signal",
+    "agent_not_started": "a command agent's program could not be started",
+    "no_model_call": "a command agent finished without calling a model through the proxy",
+    "proxy_no_upstream": "a command agent called a model API its --upstream does not serve",
     # the runner
     "dropped": "open loop: not started, max_in_flight tasks were in flight",
     "cancelled": "stopped (Ctrl-C) while in flight; run again on --resume",
@@ -59,7 +66,7 @@ def status_of(kind: str) -> Status:
 class Step:
     """One model call or tool call inside a task."""
 
-    kind: Literal["model", "tool"]
+    kind: StepKind
     name: str
     start: float
     duration: float = 0.0
@@ -152,6 +159,7 @@ class Sample:
     throttled: int = 0  # 429 answers received (each retried or, at the end, the failure)
     retry_after: float | None = None  # what the last refusal asked to wait, in seconds
     concurrency: int = 0  # tasks in flight at its start in its process (with --workers: its worker)
+    exit_status: int | None = None  # a command agent's: its exit code, or -N for signal N
 
     @property
     def latency(self) -> float:
@@ -209,6 +217,7 @@ class Sample:
             "retry_after": self.retry_after,
             "concurrency": self.concurrency,
             "steps": [s.to_json() for s in self.steps],
+            **({"exit_status": self.exit_status} if self.exit_status is not None else {}),
         }
 
     @classmethod

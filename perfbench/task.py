@@ -112,11 +112,12 @@ class Task:
             self._open.duration = self.now() - self._open.start
             self._open.status = status
             self._open = None
-        models = 0
+        models = tools = 0
         tokens_in = tokens_out = None
         first_ttft = None
         for step in self.steps:  # one pass: this runs once per task, on the hot path
             if step.kind != "model":
+                tools += step.kind == "tool"  # not a command agent's own time ("agent")
                 continue
             if not models:
                 first_ttft = step.ttft
@@ -144,7 +145,7 @@ class Task:
             itl_gaps=gap_counts(gaps) if gaps else None,
             steps=self.steps,
             model_calls=models,
-            tool_calls=len(self.steps) - models,
+            tool_calls=tools,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             tokens_estimated=self.tokens_estimated,

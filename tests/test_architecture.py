@@ -29,6 +29,8 @@ NEVER: dict[str, tuple[str, ...]] = {
     "spec": ("engine", "cli", "api", "calibrate"),
     "sample": ("engine", "targets", "http", "store", "stats", "report", "cli", "suite"),
     "task": ("engine", "targets", "http", "store", "stats", "report", "cli"),
+    "proxy": ("engine", "cli", "api", "store", "report", "events", "mock",
+              "targets.command", "targets.registry"),
 }  # fmt: skip
 
 

@@ -43,8 +43,14 @@ TARGET = (
     _flag("target", None, list[str] | None, "--target", "-t", panel=_T,
           help="What to measure: mock+http[:profile] (the mock server over HTTP, default), "
           "mock[:profile] (in-process), provider/model (openai, anthropic, deepseek, qwen, "
-          "zhipu), http+agent://host/path, python:module:function. run takes several (-t A "
-          "-t B): one run each, the same cases, then a report comparing them."),
+          "zhipu), http+agent://host/path, python:module:function, or cmd:COMMAND LINE (any "
+          "program as the agent, run once per task, its model calls through perfbench's "
+          "proxy to --upstream). run takes several (-t A -t B): one run each, the same "
+          "cases, then a report comparing them."),
+    _flag("upstream", "mock+http", str, panel=_T,
+          help="cmd: targets: where the proxy forwards the agent's model calls, "
+          "mock+http[:profile] (the mock server, default) or a model target (openai/gpt-4o-"
+          "mini; --base-url, --api-key-env and --header apply to it)."),
     _flag("base_url", None, str | None, panel=_T,
           help="Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
           "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),

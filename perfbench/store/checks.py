@@ -317,6 +317,7 @@ _TARGET = Obj(
         "max_retry_wait": NUMBER,
         "check_tokens": BOOL,
         "headers": ListOf(TEXT),
+        "upstream": TEXT,
     },
 )
 SPEC = Obj(

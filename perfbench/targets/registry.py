@@ -9,6 +9,8 @@ openai/<model> --base-url URL        any OpenAI-compatible server (vLLM, Ollama,
                                      (Anthropic); none: chat, or messages for anthropic/
 http+agent://host/path               a user's agent behind an HTTP endpoint (http+agents:// for TLS)
 python:package.module:function       a user's async callable
+cmd:<command line>                   any program as the agent, run once per task, its model
+                                     calls through perfbench's proxy to --upstream
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from perfbench.errors import TargetError
 from perfbench.targets import Target
 from perfbench.targets.chat import ChatApi
 from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
+
+if TYPE_CHECKING:
+    from perfbench.proxy.upstream import Upstream
 
 # Each model API, by the family of providers (``Provider.api``) that speaks it.
 API_FAMILY: dict[str, Literal["openai", "anthropic"]] = {
@@ -75,6 +80,9 @@ class TargetSpec:
     # The model API of a model or mock+http target (API_FAMILY); None: the provider's own
     # (chat, or messages for anthropic/).
     api: str | None = None
+    # A cmd: target's model calls go through perfbench's proxy to this target (a model
+    # target or mock+http[:profile]); base_url, api_key_env and headers apply to it.
+    upstream: str = "mock+http"
 
     def __post_init__(self) -> None:
         if self.api is not None and self.api not in API_FAMILY:
@@ -121,6 +129,17 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
             f"--api {spec.api} goes with model targets (provider/model) and mock+http: "
             f"{kind} targets are agents, which call their models themselves"
         )
+    if kind == "cmd":
+        from perfbench.targets.command import CommandTarget
+
+        if spec.api is not None:
+            raise TargetError(
+                f"--api {spec.api} goes with model targets: a cmd: agent calls the APIs it "
+                "calls (the proxy forwards each to --upstream)"
+            )
+        # The upstream's key is read now, as a model target's is: a missing one fails here.
+        mock = spec.upstream.startswith("mock+http")
+        return CommandTarget(arg, spec, sizing, None if mock else proxy_upstream(spec))
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
@@ -143,6 +162,30 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
     if "/" in name:
         return _model(spec, sizing)
     raise TargetError(_unknown(name))
+
+
+def proxy_upstream(spec: TargetSpec) -> Upstream:
+    """Where a cmd: target's proxy forwards: ``spec.upstream`` as a model target (provider/
+    model, with --base-url, --api-key-env and --header as for one). mock+http is started by
+    the command target itself (``upstream.mock``)."""
+    from perfbench.proxy import upstream
+
+    provider_name, _, model = spec.upstream.partition("/")
+    provider = PROVIDERS.get(provider_name)
+    if provider is None or not model:
+        raise TargetError(
+            f"--upstream '{spec.upstream}': give mock+http[:profile] or a model target "
+            f"(provider/model; providers: {', '.join(PROVIDERS)})"
+        )
+    as_model = replace(spec, target=spec.upstream)
+    key = _key(provider_name, provider, as_model)
+    from perfbench.http.urls import checked_url
+
+    base = checked_url(spec.base_url, "--base-url") if spec.base_url else provider.base_url
+    if provider.api == "anthropic" and not base.rstrip("/").endswith("/v1"):
+        base = base.rstrip("/") + "/v1"  # as _model: the API adds /messages to …/v1
+    extra = request_headers(spec.headers)
+    return upstream.provider(spec.upstream, provider.api, base, key, extra)
 
 
 def path_kind(spec: str) -> str:

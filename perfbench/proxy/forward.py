@@ -1,0 +1,252 @@
+"""One model call through the proxy: forwarded upstream, its answer streamed back to the agent
+as it arrives, and timed onto the agent's task as a model step.
+
+The answer is read by the same parser perfbench's own client uses for that API
+(``ChatApi.receive``), through ``Tee``: every chunk is written to the agent *before* it is
+parsed, so parsing adds nothing to what the agent waits for, and a chunk perfbench cannot
+parse still reaches the agent (the rest of the body is forwarded as it is; the step records
+the failure). The step's ``wait`` is from the request's arrival at the proxy to its going
+upstream (the proxy's own overhead), its TTFT from then to the first token-bearing chunk's
+arrival from upstream, as everywhere in perfbench."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from perfbench.http import CallFailed, HttpClient, Response
+from perfbench.http.limits import MAX_BODY
+from perfbench.proxy.routes import Route
+from perfbench.proxy.upstream import Endpoint
+from perfbench.sample import status_of
+from perfbench.targets.agent_loop import estimate_tokens, record_details
+from perfbench.targets.chat import ChatApi, ModelReply
+from perfbench.targets.retry import server_wait
+from perfbench.task import ModelCall
+
+# Not forwarded either way: hop-by-hop headers, what the proxy recomputes (length, encoding:
+# the body is passed on decoded), and the agent's credentials (its task token).
+_DROP_REQUEST = frozenset({
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
+    "accept-encoding", "authorization", "x-api-key", "api-key", "cookie", "proxy-authorization",
+    "proxy-connection",
+})  # fmt: skip
+_DROP_RESPONSE = frozenset({
+    "content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive",
+    "set-cookie", "server", "date",
+})  # fmt: skip
+
+
+def api_for(path: str, model: str) -> ChatApi | None:
+    """The wire format of a model call at ``path`` (after the route's ``/v1``); None for a
+    request that is not a model call (count_tokens, embeddings): forwarded, not timed."""
+    path = path.strip("/")
+    if path == "chat/completions":
+        from perfbench.targets.openai_chat import OpenAIChat
+
+        return OpenAIChat(model)
+    if path == "responses":
+        from perfbench.targets.openai_responses import OpenAIResponses
+
+        return OpenAIResponses(model)
+    if path == "completions":
+        from perfbench.targets.openai_completions import OpenAICompletions
+
+        return OpenAICompletions(model)
+    if path == "messages":
+        from perfbench.targets.anthropic_messages import AnthropicMessages
+
+        return AnthropicMessages(model)
+    return None
+
+
+def request_headers(headers: Mapping[str, str], endpoint: Endpoint) -> dict[str, str]:
+    sent = {k: v for k, v in headers.items() if k.lower() not in _DROP_REQUEST}
+    return {**sent, **endpoint.headers}
+
+
+def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _DROP_RESPONSE}
+
+
+class Tee:
+    """The upstream response as ``ChatApi.receive`` reads it, each chunk written to the agent
+    first. Whatever the parser leaves unread (it failed, or stopped early) is forwarded when
+    the body's iterator is closed, so the agent always gets the whole answer."""
+
+    def __init__(self, upstream: Response, agent: web.StreamResponse) -> None:
+        self._up, self._agent = upstream, agent
+        self._chunks: AsyncIterator[bytes] | None = None
+        self.size = 0
+
+    @property
+    def status_code(self) -> int:
+        return self._up.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._up.headers
+
+    @property
+    def arrived(self) -> float | None:
+        return getattr(self._up, "arrived", None)
+
+    async def aread(self, limit: int = MAX_BODY) -> bytes:
+        body = await self._up.aread(limit)
+        await self._agent.write(body)
+        self.size += len(body)
+        return body
+
+    async def ahead(self, n: int) -> bytes:
+        return (await self.aread())[:n]
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        chunks = self._chunks = self._up.aiter_bytes()
+        try:
+            async for chunk in chunks:
+                await self._agent.write(chunk)
+                self.size += len(chunk)
+                yield chunk
+        finally:
+            # Closed before the end (the parser raised, or stopped at its closing event):
+            # the agent still gets the rest of the body. Awaiting in an async generator's
+            # finally is allowed while it is being closed; only a yield is not.
+            async for chunk in chunks:
+                await self._agent.write(chunk)
+                self.size += len(chunk)
+
+
+async def model_call(
+    request: web.Request,
+    route: Route,
+    api: ChatApi,
+    body: bytes,
+    url: str,
+    headers: dict[str, str],
+    http: HttpClient,
+) -> web.StreamResponse:
+    """Forward a model call and record it on the route's task as a model step."""
+    call = route.task.model_call(api.name)
+    route.calls.add(call)
+    try:
+        return await _call(request, route, call, api, body, url, headers, http)
+    finally:
+        route.calls.discard(call)
+
+
+async def _call(
+    request: web.Request,
+    route: Route,
+    call: ModelCall,
+    api: ChatApi,
+    body: bytes,
+    url: str,
+    headers: dict[str, str],
+    http: HttpClient,
+) -> web.StreamResponse:
+    task = route.task
+    doc = _json(body)
+    stream = bool(doc.get("stream"))
+    agent: web.StreamResponse | None = None
+    try:
+        post = http.post(url, body, headers, max(1.0, task.time_left()), call.sent)
+        async with post as upstream:
+            call.headers(upstream.status_code, getattr(upstream, "headers_at", None))
+            agent = await _answer_headers(request, upstream)
+            if upstream.status_code >= 400:
+                await _refused(route, call, upstream, agent)
+                return agent
+            reply = await _relay(route, call, api, upstream, agent, stream)
+    except CallFailed as exc:
+        _failure(route, call, exc.kind, exc.message)
+        if agent is None:  # nothing was sent yet: say why, as a gateway would
+            return _bad_gateway(exc)
+        agent.force_close()  # the answer broke off: so does the agent's
+        return agent
+    if reply is not None:
+        _recorded(route, call, api, reply, doc)
+    await agent.write_eof()
+    return agent
+
+
+async def _answer_headers(request: web.Request, upstream: Response) -> web.StreamResponse:
+    headers = response_headers(upstream.headers)
+    agent = web.StreamResponse(status=upstream.status_code, headers=headers)
+    await agent.prepare(request)
+    return agent
+
+
+async def _relay(
+    route: Route,
+    call: ModelCall,
+    api: ChatApi,
+    upstream: Response,
+    agent: web.StreamResponse,
+    stream: bool,
+) -> ModelReply | None:
+    """The answer, passed to the agent while it is parsed; None when perfbench could not
+    parse it (the agent got it all the same; the step says the call failed)."""
+    tee = Tee(upstream, agent)
+    try:
+        reply = await api.receive(tee, call, stream)
+    except CallFailed as exc:
+        _failure(route, call, exc.kind, exc.message)
+        return None
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        _failure(route, call, "malformed_stream", f"unexpected reply shape: {exc!r}")
+        return None
+    call.arrived(tee.arrived)  # the last bytes' arrival
+    return reply
+
+
+def _recorded(route: Route, call: ModelCall, api: ChatApi, reply: ModelReply, doc: Any) -> None:
+    if route.closed:  # the task ended while the answer was on its way: not its call now
+        return
+    task = route.task
+    call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
+    record_details(task, reply, api.model)
+    if reply.tokens_out is None:  # no usage from the API: estimated, and said so
+        estimate_tokens(task, reply, doc)
+        call.set_tokens(reply.tokens_in, reply.tokens_out)
+    route.tool_calls.extend(c.name for c in reply.tool_calls)
+
+
+async def _refused(
+    route: Route, call: ModelCall, upstream: Response, agent: web.StreamResponse
+) -> None:
+    """An error answer (429, 5xx, 400…): passed on whole; the step failed, a 429 counted."""
+    body = await upstream.aread()
+    await agent.write(body)
+    await agent.write_eof()
+    status = upstream.status_code
+    kind = "rate_limited" if status == 429 else f"http_{status}"
+    if status == 429 and not route.closed:
+        route.task.refused(server_wait(upstream.headers, datetime.now(UTC)))
+    excerpt = " ".join(body[:300].decode(errors="replace").split())
+    _failure(route, call, kind, f"HTTP {status}: {excerpt}" if excerpt else f"HTTP {status}")
+
+
+def _bad_gateway(exc: CallFailed) -> web.StreamResponse:
+    """The upstream could not be reached or failed before answering: the agent gets a 502
+    with the reason."""
+    message = f"perfbench proxy: the upstream failed ({exc.kind}): {exc.message}"
+    return web.json_response({"error": {"message": message, "type": exc.kind}}, status=502)
+
+
+def _failure(route: Route, call: ModelCall, kind: str, message: str) -> None:
+    if route.closed:
+        return
+    call.finish(tokens_in=None, tokens_out=None, status=status_of(kind))
+    route.failures.append((kind, message))
+
+
+def _json(body: bytes) -> Any:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return doc if isinstance(doc, dict) else {}

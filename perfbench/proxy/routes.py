@@ -1,0 +1,52 @@
+"""Per-task routes: a token names the task a model call records into.
+
+A token is 128 random bits, made when the task starts and closed when it ends: a request
+carrying a token that is not open (another run's, a finished task's, a guess) is refused, so
+one task's calls never land on another's, however many run at once."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from perfbench.task import ModelCall, Task
+
+
+@dataclass
+class Route:
+    """What the proxy learnt of one task's calls, beyond the steps it put on the task."""
+
+    token: str
+    task: Task
+    tool_calls: list[str] = field(default_factory=list)  # names the model asked to call
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (kind, message) per call
+    unrecorded: int = 0  # requests forwarded that are not model calls (count_tokens, …)
+    calls: set[ModelCall] = field(default_factory=set)  # model calls in flight
+    closed: bool = False  # the task's sample is being made: no call may change it now
+
+
+class Routes:
+    def __init__(self) -> None:
+        self._open: dict[str, Route] = {}
+
+    def open(self, task: Task) -> Route:
+        route = Route(secrets.token_hex(16), task)
+        self._open[route.token] = route
+        return route
+
+    def get(self, token: str) -> Route | None:
+        return self._open.get(token)
+
+    def close(self, route: Route) -> None:
+        """Later requests on the token are refused (an agent's straggling call after its
+        task ended belongs to no task), and a call still in flight (its agent exited without
+        waiting for it) ends now, cancelled, so the task's steps no longer change."""
+        self._open.pop(route.token, None)
+        if not route.closed:
+            route.closed = True
+            for call in route.calls:
+                call.finish(tokens_in=None, tokens_out=None, status="cancelled")
+            route.calls.clear()
+
+    def __len__(self) -> int:
+        return len(self._open)
