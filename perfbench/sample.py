@@ -41,6 +41,7 @@ ERROR_KINDS: dict[str, str] = {
     "agent_not_started": "a command agent's program could not be started",
     "no_model_call": "a command agent finished without calling a model through the proxy",
     "proxy_no_upstream": "a command agent called a model API its --upstream does not serve",
+    "replay_miss": "a replaying mock's recording has no such call (case, call number)",
     # the runner
     "dropped": "open loop: not started, max_in_flight tasks were in flight",
     "cancelled": "stopped (Ctrl-C) while in flight; run again on --resume",

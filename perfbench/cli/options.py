@@ -51,6 +51,10 @@ TARGET = (
           help="cmd: targets: where the proxy forwards the agent's model calls, "
           "mock+http[:profile] (the mock server, default) or a model target (openai/gpt-4o-"
           "mini; --base-url, --api-key-env and --header apply to it)."),
+    _flag("record", None, str | None, panel=_T,
+          help="cmd: targets: keep every model call the proxy forwards, its answer and its "
+          "timing, in this file (JSONL, no keys), to replay in CI with a mock profile's "
+          "`replay: FILE` (then --upstream mock+http:PROFILE)."),
     _flag("base_url", None, str | None, panel=_T,
           help="Base URL of the server, as its SDK takes it: OpenAI-compatible with /v1 "
           "(http://127.0.0.1:8000/v1), Anthropic without (http://127.0.0.1:8000)."),
@@ -181,6 +185,8 @@ def target_specs(flags: Flags) -> list[TargetSpec]:
     """One spec per -t given (the default target when none), the other target flags shared."""
     values = {f.name: flags[f.name] for f in TARGET}
     values["headers"] = tuple(values["headers"] or ())  # a repeated flag gives a list
+    if values["record"]:  # absolute: a resumed run may start from another folder
+        values["record"] = str(Path(values["record"]).resolve())
     targets = values.pop("target") or [DEFAULT_TARGET]
     if len(set(targets)) != len(targets):
         raise typer.BadParameter("-t: the same target twice; give each once")

@@ -74,9 +74,12 @@ def run_spec(
         raise typer.BadParameter(
             "give case files or folders, --synthetic SPEC, or a --trace with input_length"
         )
+    target = target if target is not None else options.target_spec(flags)
+    if target.record and plan.workers > 1:
+        raise typer.BadParameter("--record writes one file from one process: add --workers 1")
     return RunSpec.build(
         sources,
-        target if target is not None else options.target_spec(flags),
+        target,
         plan,
         label=flags["label"],
         prices=flags["prices"],

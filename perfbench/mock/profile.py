@@ -11,7 +11,7 @@ import math
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -140,6 +140,14 @@ class Faults(_Strict):
         return None
 
 
+class ReplaySpec(_Strict):
+    """``replay: {path: calls.jsonl, timing: recorded}``: the path is relative to the profile
+    file; ``fitted`` draws each chunk's time from distributions fitted to the recording."""
+
+    path: str
+    timing: Literal["recorded", "fitted"] = "recorded"
+
+
 class Profile(_Strict):
     """How the simulated model behaves. Times are in milliseconds, sizes in characters."""
 
@@ -159,6 +167,8 @@ class Profile(_Strict):
     parallel_tool_calls: int = Field(default=1, ge=1, le=128)
     rate_limits: RateLimits = RateLimits()
     faults: Faults = Faults()
+    # Serve a recording's answers (`perfbench run --record FILE`) instead of simulating them.
+    replay: ReplaySpec | None = None
 
     @model_validator(mode="after")
     def _known_models(self) -> Profile:
@@ -208,9 +218,20 @@ def load_profile(ref: str) -> Profile:
         path = found
     try:
         doc = yamlfile.load(path)
-        return Profile.model_validate(doc.data or {})
+        return _located(Profile.model_validate(doc.data or {}), path)
     except yamlfile.YamlProblem as exc:
         raise ProfileError(str(exc.problem)) from exc
     except ValidationError as exc:
         lines = "\n".join(str(p) for p in yamlfile.problems(exc, doc, model=Profile))
         raise ProfileError(lines) from exc
+
+
+def _located(profile: Profile, path: Path) -> Profile:
+    """A replay's recording found next to its profile file, and there at all."""
+    if profile.replay is None:
+        return profile
+    recording = path.parent / profile.replay.path  # an absolute path stays as it is
+    if not recording.is_file():
+        raise ProfileError(f"{path}: replay: no recording at {recording}")
+    replay = profile.replay.model_copy(update={"path": str(recording)})
+    return profile.model_copy(update={"replay": replay})

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -17,6 +18,7 @@ import orjson
 from perfbench.mock import anthropic_api, completions_api, openai_api, responses_api
 from perfbench.mock.limiter import Limiter, Quota
 from perfbench.mock.profile import FAULT_KINDS, Profile
+from perfbench.mock.replay import Replay
 from perfbench.mock.simulator import Reply, Simulator, Turn
 from perfbench.mock.wire import ApiError, Frames
 from perfbench.stats.histogram import Histogram
@@ -112,6 +114,9 @@ class Service:
         self._seen: Counter[bytes] = Counter()  # body digest → occurrences, for unkeyed requests
         self._responses: dict[str, responses_api.Context] = {}  # by id, oldest first
         self._ids = 0
+        self.replay: Replay | None = None  # profile.replay: a recording's answers, not draws
+        if profile.replay is not None:
+            self.replay = Replay(Path(profile.replay.path), profile.replay.timing)
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> SendPlan:
         """``headers`` must look names up case-insensitively (or hold lower-case keys)."""
@@ -183,6 +188,8 @@ class Service:
     def _complete(
         self, api: Api, headers: Mapping[str, str], raw: bytes, body: dict[str, Any]
     ) -> SendPlan:
+        if self.replay is not None:
+            return self._replayed(self.replay, headers, api == "anthropic")
         key = headers.get(KEY_HEADER) or self._unkeyed(raw)
         case = headers.get(CASE_HEADER)
         if api == "responses":
@@ -211,6 +218,18 @@ class Service:
         if reply.fault == "stall":
             plan.delay += reply.stall_s
         return plan
+
+    def _replayed(self, replay: Replay, headers: Mapping[str, str], anthropic: bool) -> SendPlan:
+        """The recorded answer, as it was sent (its chunks at their due times)."""
+        answer = replay.answer(headers)
+        if isinstance(answer, str):  # a call the recording lacks: a miss, never an invention
+            return _error(ApiError(404, "replay_miss", answer), anthropic)
+        if not answer.streamed:
+            delay = answer.due[-1] if answer.due else 0.0
+            return SendPlan(answer.status, answer.headers, b"".join(answer.chunks), delay=delay)
+        self.stats.streams += 1
+        frames = Frames(head=[], tokens=list(answer.chunks), tail=[])
+        return SendPlan(answer.status, answer.headers, frames=frames, due=list(answer.due))
 
     def _reply_plan(self, api: Api, reply: Reply, body: dict[str, Any], turn: Turn) -> SendPlan:
         self._ids += 1

@@ -11,7 +11,9 @@ arrival from upstream, as everywhere in perfbench."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,7 +21,8 @@ import orjson
 from aiohttp import web
 
 from perfbench.http import CallFailed, HttpClient, Response
-from perfbench.http.limits import MAX_BODY
+from perfbench.http.limits import ERROR_READ, MAX_BODY
+from perfbench.proxy.recording import KEPT_HEADERS, Call, Writer, texts
 from perfbench.proxy.routes import Route
 from perfbench.proxy.upstream import Endpoint
 from perfbench.sample import status_of
@@ -76,12 +79,15 @@ def response_headers(headers: Mapping[str, str]) -> dict[str, str]:
 class Tee:
     """The upstream response as ``ChatApi.receive`` reads it, each chunk written to the agent
     first. Whatever the parser leaves unread (it failed, or stopped early) is forwarded when
-    the body's iterator is closed, so the agent always gets the whole answer."""
+    the body's iterator is closed, so the agent always gets the whole answer. With ``since``
+    (when the request went upstream, on ``time.monotonic``) each chunk is kept with its
+    arrival, for a recording."""
 
-    def __init__(self, upstream: Response, agent: web.StreamResponse) -> None:
-        self._up, self._agent = upstream, agent
-        self._chunks: AsyncIterator[bytes] | None = None
-        self.size = 0
+    def __init__(
+        self, upstream: Response, agent: web.StreamResponse, since: list[float] | None = None
+    ) -> None:
+        self._up, self._agent, self._since = upstream, agent, since
+        self.chunks: list[tuple[float, bytes]] = []
 
     @property
     def status_code(self) -> int:
@@ -97,80 +103,109 @@ class Tee:
 
     async def aread(self, limit: int = MAX_BODY) -> bytes:
         body = await self._up.aread(limit)
-        await self._agent.write(body)
-        self.size += len(body)
+        await self._pass(body)
         return body
 
     async def ahead(self, n: int) -> bytes:
         return (await self.aread())[:n]
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        chunks = self._chunks = self._up.aiter_bytes()
+        chunks = self._up.aiter_bytes()
         try:
             async for chunk in chunks:
-                await self._agent.write(chunk)
-                self.size += len(chunk)
+                await self._pass(chunk)
                 yield chunk
         finally:
             # Closed before the end (the parser raised, or stopped at its closing event):
             # the agent still gets the rest of the body. Awaiting in an async generator's
             # finally is allowed while it is being closed; only a yield is not.
             async for chunk in chunks:
-                await self._agent.write(chunk)
-                self.size += len(chunk)
+                await self._pass(chunk)
+
+    async def _pass(self, chunk: bytes) -> None:
+        await self._agent.write(chunk)
+        if self._since is not None:
+            self.chunks.append((time.monotonic() - self._since[0], chunk))
 
 
-async def model_call(
-    request: web.Request,
-    route: Route,
-    api: ChatApi,
-    body: bytes,
-    url: str,
-    headers: dict[str, str],
-    http: HttpClient,
-) -> web.StreamResponse:
-    """Forward a model call and record it on the route's task as a model step."""
-    call = route.task.model_call(api.name)
+@dataclass
+class Exchange:
+    """One model call on its way: where it goes, and what records it."""
+
+    route: Route
+    api: ChatApi
+    path: str  # the API path after /v1 (chat/completions, messages…)
+    body: bytes
+    url: str
+    headers: dict[str, str]
+    http: HttpClient
+    number: int = 0  # the call's number in its task, from 0
+    read_timeout: float | None = None  # None: what the task has left of its timeout_s
+    recording: Writer | None = None
+
+
+async def model_call(request: web.Request, ex: Exchange) -> web.StreamResponse:
+    """Forward a model call and record it on the route's task as a model step (and in the
+    recording, when there is one)."""
+    route = ex.route
+    call = route.task.model_call(ex.api.name)
     route.calls.add(call)
     try:
-        return await _call(request, route, call, api, body, url, headers, http)
+        return await _call(request, ex, call)
     finally:
         route.calls.discard(call)
+        if route.on_call is not None and not route.closed:
+            route.on_call(call.step)
 
 
-async def _call(
-    request: web.Request,
-    route: Route,
-    call: ModelCall,
-    api: ChatApi,
-    body: bytes,
-    url: str,
-    headers: dict[str, str],
-    http: HttpClient,
-) -> web.StreamResponse:
-    task = route.task
-    doc = _json(body)
-    stream = bool(doc.get("stream"))
+async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.StreamResponse:
+    route, task = ex.route, ex.route.task
+    doc = _json(ex.body)
+    since = [time.monotonic()]
+
+    def sent() -> None:
+        call.sent()
+        since[0] = time.monotonic()
+
     agent: web.StreamResponse | None = None
     try:
-        post = http.post(url, body, headers, max(1.0, task.time_left()), call.sent)
-        async with post as upstream:
+        wait = ex.read_timeout if ex.read_timeout is not None else max(1.0, task.time_left())
+        async with ex.http.post(ex.url, ex.body, ex.headers, wait, sent) as upstream:
             call.headers(upstream.status_code, getattr(upstream, "headers_at", None))
             agent = await _answer_headers(request, upstream)
+            tee = Tee(upstream, agent, since if ex.recording is not None else None)
             if upstream.status_code >= 400:
-                await _refused(route, call, upstream, agent)
-                return agent
-            reply = await _relay(route, call, api, upstream, agent, stream)
+                await _refused(route, call, tee)
+            else:
+                reply = await _relay(route, call, ex.api, tee, bool(doc.get("stream")))
+                if reply is not None:
+                    _recorded(route, call, ex.api, reply, doc)
     except CallFailed as exc:
         _failure(route, call, exc.kind, exc.message)
         if agent is None:  # nothing was sent yet: say why, as a gateway would
             return _bad_gateway(exc)
         agent.force_close()  # the answer broke off: so does the agent's
         return agent
-    if reply is not None:
-        _recorded(route, call, api, reply, doc)
+    _record(ex, doc, upstream.status_code, upstream.headers, tee.chunks)
     await agent.write_eof()
     return agent
+
+
+def _record(
+    ex: Exchange,
+    doc: Any,
+    status: int,
+    headers: Mapping[str, str],
+    chunks: list[tuple[float, bytes]],
+) -> None:
+    if ex.recording is None or ex.route.closed:
+        return
+    task = ex.route.task
+    kept = {k: headers[k] for k in KEPT_HEADERS if k in headers}
+    model = doc.get("model") if isinstance(doc.get("model"), str) else ""
+    call = Call(task.case.id, task.phase, task.run, task.iteration, ex.number, ex.path,
+                model, status, kept, texts(chunks))  # fmt: skip
+    ex.recording.write(call)
 
 
 async def _answer_headers(request: web.Request, upstream: Response) -> web.StreamResponse:
@@ -181,16 +216,10 @@ async def _answer_headers(request: web.Request, upstream: Response) -> web.Strea
 
 
 async def _relay(
-    route: Route,
-    call: ModelCall,
-    api: ChatApi,
-    upstream: Response,
-    agent: web.StreamResponse,
-    stream: bool,
+    route: Route, call: ModelCall, api: ChatApi, tee: Tee, stream: bool
 ) -> ModelReply | None:
     """The answer, passed to the agent while it is parsed; None when perfbench could not
     parse it (the agent got it all the same; the step says the call failed)."""
-    tee = Tee(upstream, agent)
     try:
         reply = await api.receive(tee, call, stream)
     except CallFailed as exc:
@@ -215,17 +244,16 @@ def _recorded(route: Route, call: ModelCall, api: ChatApi, reply: ModelReply, do
     route.tool_calls.extend(c.name for c in reply.tool_calls)
 
 
-async def _refused(
-    route: Route, call: ModelCall, upstream: Response, agent: web.StreamResponse
-) -> None:
-    """An error answer (429, 5xx, 400…): passed on whole; the step failed, a 429 counted."""
-    body = await upstream.aread()
-    await agent.write(body)
-    await agent.write_eof()
-    status = upstream.status_code
+async def _refused(route: Route, call: ModelCall, tee: Tee) -> None:
+    """An error answer (429, 5xx, 400…): passed on whole; the step failed, a 429 counted. A
+    replaying mock's miss (a call its recording lacks) is its own kind."""
+    body = await tee.aread()
+    status = tee.status_code
     kind = "rate_limited" if status == 429 else f"http_{status}"
+    if b'"replay_miss"' in body[:ERROR_READ]:
+        kind = "replay_miss"
     if status == 429 and not route.closed:
-        route.task.refused(server_wait(upstream.headers, datetime.now(UTC)))
+        route.task.refused(server_wait(tee.headers, datetime.now(UTC)))
     excerpt = " ".join(body[:300].decode(errors="replace").split())
     _failure(route, call, kind, f"HTTP {status}: {excerpt}" if excerpt else f"HTTP {status}")
 

@@ -7,8 +7,10 @@ one task's calls never land on another's, however many run at once."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from perfbench.sample import Step
 from perfbench.task import ModelCall, Task
 
 
@@ -21,8 +23,12 @@ class Route:
     tool_calls: list[str] = field(default_factory=list)  # names the model asked to call
     failures: list[tuple[str, str]] = field(default_factory=list)  # (kind, message) per call
     unrecorded: int = 0  # requests forwarded that are not model calls (count_tokens, …)
+    model_calls: int = 0  # model calls begun: the next one's number, from 0
     calls: set[ModelCall] = field(default_factory=set)  # model calls in flight
     closed: bool = False  # the task's sample is being made: no call may change it now
+    # Told of each model call as it ends (``perfbench proxy``: counts it, and keeps no
+    # steps, so a session of a million calls holds none of them).
+    on_call: Callable[[Step], None] | None = None
 
 
 class Routes:

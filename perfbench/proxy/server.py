@@ -16,15 +16,25 @@ from aiohttp import web
 from perfbench.http import CallFailed, HttpClient
 from perfbench.http.limits import MAX_BODY
 from perfbench.proxy import forward
+from perfbench.proxy.recording import Writer
 from perfbench.proxy.routes import Route, Routes
-from perfbench.proxy.upstream import Upstream, family_of
+from perfbench.proxy.upstream import Upstream, call_headers, family_of
 
 HOST = "127.0.0.1"  # loopback only: the routes carry no credentials a network should see
 
 
 class ProxyServer:
-    def __init__(self, upstream: Upstream, http: HttpClient) -> None:
-        self.upstream, self.http = upstream, http
+    def __init__(
+        self,
+        upstream: Upstream,
+        http: HttpClient,
+        read_timeout: float | None = None,
+        recording: Writer | None = None,
+    ) -> None:
+        """``read_timeout``: how long the upstream may be silent (None: what the call's task
+        has left of its case's timeout_s); ``recording``: where each call is kept."""
+        self.upstream, self.http, self.read_timeout = upstream, http, read_timeout
+        self.recording = recording
         self.routes = Routes()
         self._runner: web.AppRunner | None = None
         self.url = ""  # http://127.0.0.1:PORT once started
@@ -55,7 +65,7 @@ class ProxyServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         route = self.routes.get(request.match_info["token"])
         if route is None:
-            return _error(401, "no task of this run has this route (a finished task's?)")
+            return _error(401, "this route is not open (a finished task's, or another run's)")
         tail = request.match_info["tail"]
         if not tail.startswith("v1/"):
             return _error(404, f"expected /v1/… under the route, not /{tail}")
@@ -74,12 +84,18 @@ class ProxyServer:
         body = await request.read()
         headers = forward.request_headers(request.headers, endpoint)
         api = forward.api_for(path, _model(body))
+        if api is not None and self.upstream.keyed:
+            headers.update(call_headers(route.task, route.model_calls))
+        if api is not None:
+            route.model_calls += 1
         if api is None:
             route.unrecorded += 1
             return await _passthrough(request, self.http, endpoint.url(path), body, headers)
-        return await forward.model_call(
-            request, route, api, body, endpoint.url(path), headers, self.http
-        )
+        exchange = forward.Exchange(
+            route, api, path, body, endpoint.url(path), headers, self.http,
+            route.model_calls - 1, self.read_timeout, self.recording,
+        )  # fmt: skip
+        return await forward.model_call(request, exchange)
 
 
 _EXAMPLE = {"openai": "openai/gpt-4o-mini", "anthropic": "anthropic/claude-3-5-haiku-latest"}

@@ -8,7 +8,10 @@ goes upstream: the upstream's key is put in its place, and only the proxy holds 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from perfbench.task import Task
 
 Family = Literal["openai", "anthropic"]
 FAMILIES: tuple[Family, ...] = ("openai", "anthropic")
@@ -30,6 +33,10 @@ class Upstream:
 
     name: str
     endpoints: dict[Family, Endpoint]
+    # perfbench's mock: each call is named (case, task, call number) in x-perfbench-* headers,
+    # as perfbench's own clients name theirs, so its draws are seeded per call and a
+    # recording's replay finds the call it recorded.
+    keyed: bool = False
 
     def endpoint(self, family: Family) -> Endpoint | None:
         return self.endpoints.get(family)
@@ -45,6 +52,19 @@ class Upstream:
         )
 
 
+def call_headers(task: Task, step: int) -> dict[str, str]:
+    """The names of a task's ``step``-th model call, for a keyed upstream."""
+    key = f"{task.seed}|{task.case.id}|{task.phase}|{task.run}|{task.iteration}|{step}"
+    return {
+        "x-perfbench-key": key,
+        "x-perfbench-case": task.case.id,
+        "x-perfbench-phase": task.phase,
+        "x-perfbench-run": str(task.run),
+        "x-perfbench-iteration": str(task.iteration),
+        "x-perfbench-step": str(step),
+    }
+
+
 def family_of(path: str) -> Family:
     """The API family a request path (after the route's ``/v1``) belongs to."""
     return "anthropic" if path.lstrip("/").startswith("messages") else "openai"
@@ -53,7 +73,7 @@ def family_of(path: str) -> Family:
 def mock(url: str) -> Upstream:
     """perfbench's mock server, which speaks every API at ``url``/v1, with no key."""
     endpoint = Endpoint(url.rstrip("/") + "/v1")
-    return Upstream("the embedded mock", {"openai": endpoint, "anthropic": endpoint})
+    return Upstream("the embedded mock", {"openai": endpoint, "anthropic": endpoint}, keyed=True)
 
 
 def provider(

@@ -318,6 +318,7 @@ _TARGET = Obj(
         "check_tokens": BOOL,
         "headers": ListOf(TEXT),
         "upstream": TEXT,
+        "record": Maybe(TEXT),
     },
 )
 SPEC = Obj(

@@ -42,6 +42,7 @@ from perfbench.targets import Target
 from perfbench.task import Task
 
 if TYPE_CHECKING:
+    from perfbench.proxy.recording import Writer
     from perfbench.proxy.routes import Route
     from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
@@ -71,6 +72,7 @@ class CommandTarget(Target):
         self._stack = AsyncExitStack()
         self._proxy: ProxyServer | None = None
         self._dir: Path | None = None
+        self._suite: Suite | None = None
         self.server_url = sizing.server_url  # the upstream mock's, once started (workers share)
         if upstream is None:
             from perfbench.mock.profile import load_profile
@@ -87,6 +89,7 @@ class CommandTarget(Target):
         return self._name
 
     def check(self, suite: Suite) -> None:
+        self._suite = suite  # a recording's header names it
         for case in suite.cases:
             if case.turns is not None:
                 raise TargetError(
@@ -107,12 +110,28 @@ class CommandTarget(Target):
         http = HttpClient(self.sizing.concurrency)
         http.prepare()
         self._stack.push_async_callback(http.aclose)
-        self._proxy = ProxyServer(where, http)
+        self._proxy = ProxyServer(where, http, recording=self._recording(where))
         await self._proxy.start()
         self._stack.push_async_callback(self._proxy.aclose)
         self._dir = Path(tempfile.mkdtemp(prefix="perfbench-cmd-"))
         self._stack.callback(shutil.rmtree, self._dir, True)
         return self
+
+    def _recording(self, where: Upstream) -> Writer | None:
+        """The recording the run asked for (``--record``), its header naming the suite."""
+        if self.spec.record is None:
+            return None
+        from perfbench.proxy.recording import Writer
+
+        suite = self._suite
+        header = {
+            "suite": suite.name if suite else None,
+            "suite_digest": suite.digest if suite else None,
+            "upstream": where.name if where.name != "the embedded mock" else self.spec.upstream,
+        }
+        writer = Writer(Path(self.spec.record), header, where.secrets)
+        self._stack.callback(writer.close)
+        return writer
 
     async def _start_mock(self) -> str:
         from perfbench.targets.mock_http import MockHttp
@@ -228,7 +247,10 @@ async def _end_group(process: Process) -> None:
 def _sample(task: Task, route: Route, code: int, out: bytes, err: str, end: float) -> Sample:
     _agent_steps(task, end)
     models = sum(step.kind == "model" for step in task.steps)
-    if code != 0:
+    misses = [f for f in route.failures if f[0] == "replay_miss"]
+    if misses:  # the root cause, whatever the agent made of it: the recording lacks a call
+        sample = task.sample("error", error_kind="replay_miss", error=misses[0][1], end=end)
+    elif code != 0:
         why = f"exit status {code}" if code > 0 else f"killed by {_signal(-code)}"
         failed = f" after a failed model call ({route.failures[0][0]})" if route.failures else ""
         last = " ".join(err.split())[-300:]

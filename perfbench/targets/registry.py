@@ -83,6 +83,9 @@ class TargetSpec:
     # A cmd: target's model calls go through perfbench's proxy to this target (a model
     # target or mock+http[:profile]); base_url, api_key_env and headers apply to it.
     upstream: str = "mock+http"
+    # A cmd: target's calls, answers and timing kept in this file (JSONL) as they pass the
+    # proxy, for a mock profile's replay: (perfbench.proxy.recording).
+    record: str | None = None
 
     def __post_init__(self) -> None:
         if self.api is not None and self.api not in API_FAMILY:
@@ -121,6 +124,8 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
     spec = TargetSpec(spec) if isinstance(spec, str) else spec
     sizing = sizing or Sizing()
     name = spec.target
+    if spec.record is not None and not name.startswith("cmd:"):
+        raise TargetError("--record goes with cmd: targets (it keeps what their proxy forwards)")
     if name.startswith("mock"):
         return _mock(spec, sizing)
     kind, _, arg = name.partition(":")

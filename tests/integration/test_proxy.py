@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from perfbench.http import HttpClient
+from perfbench.proxy import recording
+from perfbench.proxy.recording import Writer
 from perfbench.proxy.server import ProxyServer
 from perfbench.proxy.upstream import Endpoint, Upstream
 from perfbench.suite import Case
@@ -101,7 +104,7 @@ async def test_a_request_without_an_open_route_is_refused(
     route = server.routes.open(task())
     server.routes.close(route)
     refused = await post(server.url, route.token)
-    assert refused.status_code == 401 and "no task of this run" in refused.text
+    assert refused.status_code == 401 and "this route is not open" in refused.text
     assert upstreams.seen == []
 
 
@@ -139,3 +142,34 @@ async def test_an_api_the_upstream_does_not_serve_is_a_clear_502(
     answer = await post(server.url, route.token, path="v1/messages", max_tokens=5)
     assert answer.status_code == 502 and "serves no anthropic API" in answer.text
     assert route.failures[0][0] == "proxy_no_upstream"
+
+
+async def test_a_recording_keeps_the_answer_and_its_timing_but_no_key(tmp_path: Path) -> None:
+    def echo(request: httpx.Request) -> httpx.Response:
+        # A hostile upstream that echoes the credential it was sent into its answer.
+        said = request.headers["authorization"].replace('"', "")
+        chunk = b'data: {"choices":[{"index":0,"delta":{"content":"' + said.encode() + b'"}}]}\n\n'
+        return httpx.Response(200, content=chunk + STREAM,
+                              headers={"content-type": "text/event-stream"})  # fmt: skip
+
+    path = tmp_path / "calls.jsonl"
+    endpoint = Endpoint("http://upstream.test/v1", {"Authorization": f"Bearer {KEY}"})
+    where = Upstream("a test upstream", {"openai": endpoint})
+    writer = Writer(path, {"suite": "s"}, where.secrets)
+    server = ProxyServer(where, HttpClient(2, transport=httpx.MockTransport(echo)),
+                         recording=writer)  # fmt: skip
+    await server.start()
+    try:
+        t = task()
+        route = server.routes.open(t)
+        answer = await post(server.url, route.token, stream=True)
+    finally:
+        await server.aclose()
+        writer.close()
+    assert KEY in answer.text  # the agent got what the upstream sent, as it was
+    text = path.read_text()
+    assert KEY not in text and KEY[3:12] not in text and "***" in text
+    header, calls = recording.read(path)
+    (call,) = calls
+    assert header["suite"] == "s" and (call.case, call.step, call.status) == ("c", 0, 200)
+    assert call.body.endswith(b"data: [DONE]\n\n") and call.chunks[0][0] >= 0
