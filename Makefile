@@ -88,6 +88,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/memory_1m.py
 	$(PY) tests/bench/report_scale.py
 	$(PY) tests/bench/rate_limits.py
+	$(PY) tests/bench/proxy_overhead.py --proxy-core 0
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -92,3 +92,22 @@ def test_a_call_the_recording_lacks_is_a_replay_miss(
     (sample,) = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert sample["error_kind"] == "replay_miss", done.stderr
     assert "has no call 0 of case 'never-recorded'" in sample["error"]
+
+
+def test_a_fitted_replay_keeps_the_shape_of_the_recorded_delays(
+    recorded: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    # Each chunk's time drawn from lognormal fits to the recording: the same answers, a
+    # time to first token about the recorded one (not each call's own), seeded per call.
+    run_dir, recording, _ = recorded
+    fitted = recording.parent / "fitted.yaml"
+    fitted.write_text("name: fitted\nreplay: {path: calls.jsonl, timing: fitted}\n")
+    once, twice = (_run(tmp_path / side, f"mock+http:{fitted}") for side in ("a", "b"))
+    live, replayed = _overall(run_dir), _overall(once)
+    assert replayed["ok"] == 48 and replayed["tokens_out"] == live["tokens_out"]
+    assert replayed["request_ttft"]["p50"] == pytest.approx(live["request_ttft"]["p50"], rel=0.25)
+    assert replayed["tpot"]["p50"] == pytest.approx(live["tpot"]["p50"], rel=0.25)
+    # Seeded by each call's key: the same draws in another run of the same plan.
+    assert _overall(twice)["request_ttft"]["p50"] == pytest.approx(
+        replayed["request_ttft"]["p50"], rel=0.05
+    )
