@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from perfbench.mock.profile import Profile
@@ -145,3 +147,13 @@ def serving_raw(answer: Raw) -> Iterator[str]:
             yield f"http://127.0.0.1:{port}"
         finally:
             loop.call_soon_threadsafe(server.close)
+
+
+MODEL_PATHS = ("/v1/chat/completions", "/v1/messages")
+
+
+def mock_model_calls(url: str) -> int:
+    """The model calls the mock server at ``url`` has answered so far (its GET /stats)."""
+    with urllib.request.urlopen(url + "/stats", timeout=5) as reply:
+        by_path = orjson.loads(reply.read())["by_path"]
+    return sum(by_path.get(path, 0) for path in MODEL_PATHS)

@@ -240,6 +240,8 @@ def _sweep_spec(
         raise typer.BadParameter("give case files or folders, --synthetic, or --resume SWEEP_DIR")
     if flags["runs"] == "auto":
         raise typer.BadParameter("--runs auto is for run: give a sweep's levels a number of runs")
+    if flags["record"]:
+        raise typer.BadParameter("--record is for run: a sweep's levels would each write it")
     base = options.plan({**flags, "workers": "1"})
     plan = SweepPlan(
         base=base,

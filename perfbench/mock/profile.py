@@ -230,8 +230,14 @@ def _located(profile: Profile, path: Path) -> Profile:
     """A replay's recording found next to its profile file, and there at all."""
     if profile.replay is None:
         return profile
+    from perfbench.proxy.recording import RecordingError, read
+
     recording = path.parent / profile.replay.path  # an absolute path stays as it is
     if not recording.is_file():
         raise ProfileError(f"{path}: replay: no recording at {recording}")
+    try:  # read now: a damaged recording is this profile's error, before any server starts
+        read(recording)
+    except RecordingError as exc:
+        raise ProfileError(f"{path}: replay: {exc}") from None
     replay = profile.replay.model_copy(update={"path": str(recording)})
     return profile.model_copy(update={"replay": replay})

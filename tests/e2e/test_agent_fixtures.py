@@ -4,34 +4,25 @@ as it should and makes the number of model calls it claims (counted by the mock'
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import mock_process
+from tests.helpers import mock_model_calls, mock_process
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
-CALLS = ("/v1/chat/completions", "/v1/messages")
 
 
 @pytest.fixture(scope="module")
 def mock_url() -> Iterator[str]:
     with mock_process("default") as url:
         yield url
-
-
-def model_calls(url: str) -> int:
-    with urllib.request.urlopen(url + "/stats", timeout=5) as reply:
-        by_path = json.load(reply)["by_path"]
-    return sum(by_path.get(path, 0) for path in CALLS)
 
 
 def run(name: str, url: str, **extra: str) -> tuple[subprocess.CompletedProcess[str], int]:
@@ -44,7 +35,7 @@ def run(name: str, url: str, **extra: str) -> tuple[subprocess.CompletedProcess[
         "ANTHROPIC_API_KEY": "test-key",
         **extra,
     }
-    before = model_calls(url)
+    before = mock_model_calls(url)
     done = subprocess.run(
         [sys.executable, str(AGENTS / f"{name}.py")],
         input="Where is my order?",
@@ -53,7 +44,7 @@ def run(name: str, url: str, **extra: str) -> tuple[subprocess.CompletedProcess[
         timeout=60,
         env=env,
     )
-    return done, model_calls(url) - before
+    return done, mock_model_calls(url) - before
 
 
 @pytest.mark.parametrize(

@@ -10,29 +10,21 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import CASES, cli, mock_process, write_suite
+from tests.helpers import CASES, cli, mock_model_calls, mock_process, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
-CALLS = ("/v1/chat/completions", "/v1/messages")
 
 
 @pytest.fixture(scope="module")
 def mock_url() -> Iterator[str]:
     with mock_process("default") as url:
         yield url
-
-
-def upstream_calls(url: str) -> int:
-    with urllib.request.urlopen(url + "/stats", timeout=5) as reply:
-        by_path = json.load(reply)["by_path"]
-    return sum(by_path.get(path, 0) for path in CALLS)
 
 
 def agent(name: str) -> str:
@@ -58,7 +50,7 @@ def run(out: Path, target: str, *args: str, cases: Path = CASES / "answer.yaml")
 def test_every_model_call_of_an_sdk_agent_is_a_step_of_its_task(
     tmp_path: Path, mock_url: str, name: str, upstream: str
 ) -> None:
-    before = upstream_calls(mock_url)
+    before = mock_model_calls(mock_url)
     base = f"{mock_url}/v1" if upstream.startswith("openai") else mock_url
     done = run(tmp_path, agent(name), "-c", "4", "--repeat", "2", "--upstream", upstream,
                "--base-url", base)  # fmt: skip
@@ -66,7 +58,7 @@ def test_every_model_call_of_an_sdk_agent_is_a_step_of_its_task(
     found = samples(tmp_path)
     assert len(found) == 8 and all(s["status"] == "ok" for s in found), found
     # The proxy saw every call the agent made upstream, and no other.
-    assert sum(s["model_calls"] for s in found) == upstream_calls(mock_url) - before
+    assert sum(s["model_calls"] for s in found) == mock_model_calls(mock_url) - before
     for s in found:
         models = [st for st in s["steps"] if st["kind"] == "model"]
         assert s["model_calls"] == len(models) == 2 and s["tool_calls"] == 1

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from perfbench.errors import ProfileError
+from perfbench.mock.profile import load_profile
 from tests.helpers import CASES, cli, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
@@ -111,3 +113,18 @@ def test_a_fitted_replay_keeps_the_shape_of_the_recorded_delays(
     assert _overall(twice)["request_ttft"]["p50"] == pytest.approx(
         replayed["request_ttft"]["p50"], rel=0.05
     )
+
+
+def test_a_damaged_recording_is_the_profiles_located_error(tmp_path: Path) -> None:
+    (tmp_path / "calls.jsonl").write_text('{"perfbench_recording": 1}\n{"case": 3\n')
+    profile = tmp_path / "replay.yaml"
+    profile.write_text("replay: {path: calls.jsonl}\n")
+    with pytest.raises(ProfileError, match=r"calls.jsonl:2: not JSON"):
+        load_profile(str(profile))
+    done = cli("run", str(CASES / "answer.yaml"), "-t", AGENT, "--upstream",
+               f"mock+http:{profile}", "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert done.returncode != 0 and "calls.jsonl:2: not JSON" in done.stderr
+    assert "Traceback" not in done.stderr
+    swept = cli("sweep", str(CASES / "answer.yaml"), "-t", AGENT, "--record",
+                str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "s"))  # fmt: skip
+    assert swept.returncode == 2 and "--record is for run" in swept.stderr
