@@ -79,6 +79,7 @@ SAMPLE_COLUMNS: dict[str, Any] = {
     "throttled": "int64",
     "retry_after": "float64",
     "concurrency": "int64",
+    "exit_status": "Int64",  # a cmd: agent's exit code (-N: killed by signal N); else missing
     "n_steps": "int64",
 }
 
@@ -262,6 +263,7 @@ def _sample_row(s: Sample) -> tuple[Any, ...]:
         s.throttled,
         s.retry_after,
         s.concurrency,
+        s.exit_status,
         len(s.steps),
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from perfbench.export import load_run
 from tests.helpers import CASES, cli, mock_model_calls, mock_process, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
@@ -97,6 +98,10 @@ def test_a_crashing_agent_is_an_agent_exit_with_its_calls_kept(tmp_path: Path) -
     for s in found:
         assert s["error_kind"] == "agent_exit" and s["exit_status"] == 3
         assert "exit status 3" in s["error"] and s["model_calls"] == 1
+    (run_dir,) = [d for d in tmp_path.iterdir() if (d / "meta.json").exists()]
+    frame = load_run(run_dir).samples()
+    assert list(frame["exit_status"]) == [3] * len(found)  # a column of the samples frame
+    assert set(load_run(run_dir).steps()["kind"]) == {"model", "agent"}
 
 
 def test_an_agent_that_never_calls_a_model_is_classified(tmp_path: Path) -> None:
