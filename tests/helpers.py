@@ -62,7 +62,14 @@ def mock_process(profile: Path | str, *extra: str, cpus: set[int] | None = None)
     """`perfbench mock serve` in a child process (its own interpreter, so timing is not skewed
     by sharing a GIL with the test); yields the base URL, always stops it. ``cpus`` pins the
     server to those cores (benchmarks keep it off the client's core)."""
-    cmd = command(str(profile), *extra)
+    with served(command(str(profile), *extra), cpus) as url:
+        yield url
+
+
+@contextmanager
+def served(cmd: list[str], cpus: set[int] | None = None) -> Iterator[str]:
+    """A perfbench server (`mock serve`, `proxy`) in a child process: the URL it prints alone
+    on its first line; Ctrl-C stops it at the end (killed if it has not stopped in 5 s)."""
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
             if cpus:

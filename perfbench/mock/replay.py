@@ -47,8 +47,7 @@ class Answer:
 class Replay:
     def __init__(self, path: Path, timing: Timing = "recorded") -> None:
         self.path, self.timing = path, timing
-        header, calls = read(path)
-        self.suite_digest = header.get("suite_digest")
+        _, calls = read(path)
         index: dict[tuple[str, int], list[Call]] = {}
         order = sorted(calls, key=lambda c: (_PHASES.get(c.phase, 2), c.run, c.iteration))
         for call in order:
@@ -56,9 +55,6 @@ class Replay:
         self._index = index
         self._exact = {(c.case, c.phase, c.run, c.iteration, c.step): c for c in calls}
         self._fit = _Fit.of(calls) if timing == "fitted" else None
-
-    def __len__(self) -> int:
-        return sum(len(v) for v in self._index.values())
 
     def answer(self, headers: Mapping[str, str]) -> Answer | str:
         """The recorded answer for the call ``headers`` name, or why there is none."""

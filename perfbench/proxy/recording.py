@@ -70,7 +70,6 @@ class Writer:
         except OSError as exc:
             raise RecordingError(f"{path}: cannot write the recording: {exc.strerror}") from None
         self._line({"perfbench_recording": FORMAT, **header})
-        self.calls = 0
 
     def write(self, call: Call) -> None:
         doc = {
@@ -81,7 +80,6 @@ class Writer:
             "chunks": [list(c) for c in _redacted(call.chunks, self._redact)],
         }  # fmt: skip
         self._line(doc)
-        self.calls += 1
 
     def _line(self, doc: Mapping[str, Any]) -> None:
         self._fh.write(orjson.dumps(doc) + b"\n")

@@ -22,7 +22,6 @@ class Route:
     task: Task
     tool_calls: list[str] = field(default_factory=list)  # names the model asked to call
     failures: list[tuple[str, str]] = field(default_factory=list)  # (kind, message) per call
-    unrecorded: int = 0  # requests forwarded that are not model calls (count_tokens, …)
     model_calls: int = 0  # model calls begun: the next one's number, from 0
     calls: set[ModelCall] = field(default_factory=set)  # model calls in flight
     closed: bool = False  # the task's sample is being made: no call may change it now
@@ -53,6 +52,3 @@ class Routes:
             for call in route.calls:
                 call.finish(tokens_in=None, tokens_out=None, status="cancelled")
             route.calls.clear()
-
-    def __len__(self) -> int:
-        return len(self._open)

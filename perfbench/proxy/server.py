@@ -4,7 +4,7 @@ second process and no clock to reconcile).
 
 Routes are ``/t/<token>/v1/<API path>``: ``chat/completions``, ``responses``,
 ``completions`` and ``messages`` are model calls, timed; any other POST under the route
-(``messages/count_tokens``, ``embeddings``) is forwarded and counted, not timed. A request
+(``messages/count_tokens``, ``embeddings``) is forwarded, not timed. A request
 without an open token gets 401, a method other than POST 405, each with a JSON error saying
 why (the agent's SDK shows it)."""
 
@@ -89,7 +89,6 @@ class ProxyServer:
         if api is not None:
             route.model_calls += 1
         if api is None:
-            route.unrecorded += 1
             return await _passthrough(request, self.http, endpoint.url(path), body, headers)
         exchange = forward.Exchange(
             route, api, path, body, endpoint.url(path), headers, self.http,

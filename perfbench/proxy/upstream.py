@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from perfbench.task import Task
 
 Family = Literal["openai", "anthropic"]
-FAMILIES: tuple[Family, ...] = ("openai", "anthropic")
 
 
 @dataclass(frozen=True)

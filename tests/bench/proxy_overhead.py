@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from perfbench import api
 from perfbench.spec import Plan, RunSpec, TargetSpec
-from tests.helpers import mock_process, perfbench
+from tests.helpers import mock_process, perfbench, served
 
 PROFILE = (
     "ttft_ms: 50\nitl_ms: 5\noutput_chars: 160\nmodels: {sim: {tokens_per_char: {default: 0.25}}}\n"
@@ -38,19 +36,9 @@ PROXY_CORES = (
 )
 
 
-@contextmanager
-def proxy_process(mock_url: str) -> Iterator[str]:
+def proxy_process(mock_url: str) -> AbstractContextManager[str]:
     cmd = perfbench("proxy", "--upstream", "openai/mock", "--base-url", f"{mock_url}/v1")
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            os.sched_setaffinity(proc.pid, PROXY_CORES)
-            assert proc.stdout is not None and proc.stderr is not None
-            base = proc.stdout.readline().strip()
-            assert base.startswith("http://127.0.0.1:"), proc.stderr.read()
-            yield base
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    return served(cmd, PROXY_CORES)
 
 
 def measure(case: Path, base_url: str, concurrency: int, tasks: int, out: Path) -> dict[str, Any]:
