@@ -19,8 +19,10 @@ from tests.helpers import CASES, cli, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 AGENT = f"cmd:{sys.executable} {AGENTS / 'urllib_agent.py'}"
-# Slow enough that the timing, not the machine's noise, is what is compared.
-PROFILE = ("ttft_ms: {lognormal: {median: 60, p99: 120}}\nitl_ms: 6\noutput_chars: 120\n"
+# Slow enough that the timing, not the machine's noise, is what is compared: stalls of 5-12 ms
+# on this 2-core VM (the agents' start-up, the other test process) were 5 % of a 60 ms median
+# TTFT's P95 (CI failed on it once); at 150 ms the worst of 4 record/replay pairs was 2.4 %.
+PROFILE = ("ttft_ms: {lognormal: {median: 150, p99: 300}}\nitl_ms: 12\noutput_chars: 80\n"
            "models: {sim: {tokens_per_char: {default: 0.25}}}\n")  # fmt: skip
 PLAN = ("--runs", "3", "--warmup", "1", "--repeat", "4", "-c", "2", "-q")
 
@@ -63,7 +65,7 @@ def test_a_recording_holds_every_call_with_its_timing(recorded: tuple[Path, Path
     assert first["status"] == 200 and first["path"] == "chat/completions"
     assert first["headers"]["content-type"].startswith("text/event-stream")
     offsets = [at for at, _ in first["chunks"]]
-    # The head (the role chunk) comes with the headers; the first token ~60 ms later.
+    # The head (the role chunk) comes with the headers; the first token ~150 ms later.
     assert offsets == sorted(offsets) and offsets[0] < 0.03 < offsets[1]
     assert "".join(text for _, text in first["chunks"]).rstrip().endswith("data: [DONE]")
 
