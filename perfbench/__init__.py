@@ -43,6 +43,7 @@ _EXPORTS = {
     "Suite": "perfbench.suite",
     "load_suite": "perfbench.suite",
     "Target": "perfbench.targets",
+    "ModelAccess": "perfbench.targets.proxied",
     "Task": "perfbench.task",
     "Sample": "perfbench.sample",
     "Step": "perfbench.sample",
@@ -52,6 +53,7 @@ _EXPORTS = {
 
 __all__ = [
     "Case",
+    "ModelAccess",
     "PerfbenchError",
     "Plan",
     "RunObserver",
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
     from perfbench.spec import Plan, RunSpec, SweepPlan, SweepSpec, TargetSpec
     from perfbench.suite import Case, Suite, load_suite
     from perfbench.targets import Target
+    from perfbench.targets.proxied import ModelAccess
     from perfbench.task import Task
     from perfbench.version import __version__
 

@@ -164,3 +164,15 @@ def mock_model_calls(url: str) -> int:
     with urllib.request.urlopen(url + "/stats", timeout=5) as reply:
         by_path = orjson.loads(reply.read())["by_path"]
     return sum(by_path.get(path, 0) for path in MODEL_PATHS)
+
+
+def covered(sample: dict[str, Any]) -> float:
+    """A proxied agent's sample: model time (the union of its model calls' intervals) plus
+    the agent's own steps, which should add up to its latency."""
+    spans = sorted((st["start"], st["start"] + st["duration"]) for st in sample["steps"]
+                   if st["kind"] == "model")  # fmt: skip
+    union, end = 0.0, float("-inf")
+    for start, stop in spans:
+        union += max(0.0, stop - max(start, end))
+        end = max(end, stop)
+    return union + sum(st["duration"] for st in sample["steps"] if st["kind"] == "agent")

@@ -9,9 +9,9 @@ import sys
 import perfbench
 
 PUBLIC = [
-    "Case", "PerfbenchError", "Plan", "RunObserver", "RunResult", "RunSpec", "Sample",
-    "Session", "Step", "Suite", "Sweep", "SweepPlan", "SweepResult", "SweepSpec", "Target",
-    "TargetSpec", "Task", "__version__", "api", "load_run", "load_suite",
+    "Case", "ModelAccess", "PerfbenchError", "Plan", "RunObserver", "RunResult", "RunSpec",
+    "Sample", "Session", "Step", "Suite", "Sweep", "SweepPlan", "SweepResult", "SweepSpec",
+    "Target", "TargetSpec", "Task", "__version__", "api", "load_run", "load_suite",
 ]  # fmt: skip
 
 

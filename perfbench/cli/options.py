@@ -47,12 +47,18 @@ TARGET = (
           "program as the agent, run once per task, its model calls through perfbench's "
           "proxy to --upstream). run takes several (-t A -t B): one run each, the same "
           "cases, then a report comparing them."),
+    _flag("proxy", False, bool, "--proxy", panel=_T,
+          help="http+agent and python: targets: their model calls through perfbench's proxy "
+          "too, timed per call like a cmd: target's; each task is handed its own route (a "
+          "python: function as fn(case, proxy=…), an HTTP agent as the request's `proxy` "
+          "field), which the agent must send its model calls to. --upstream says where."),
     _flag("upstream", "mock+http", str, panel=_T,
-          help="cmd: targets: where the proxy forwards the agent's model calls, "
+          help="cmd: targets (and --proxy): where the proxy forwards the agent's model calls, "
           "mock+http[:profile] (the mock server, default) or a model target (openai/gpt-4o-"
           "mini; --base-url, --api-key-env and --header apply to it)."),
     _flag("record", None, str | None, panel=_T,
-          help="cmd: targets: keep every model call the proxy forwards, its answer and its "
+          help="cmd: targets (and --proxy): keep every model call the proxy forwards, its "
+          "answer and its "
           "timing, in this file (JSONL, no keys), to replay in CI with a mock profile's "
           "`replay: FILE` (then --upstream mock+http:PROFILE)."),
     _flag("base_url", None, str | None, panel=_T,

@@ -11,6 +11,7 @@ from typing import Any
 
 from perfbench.errors import TargetError
 from perfbench.sample import STATUSES, Sample, Status, Step
+from perfbench.targets.proxied import Outcome, Via, attributed
 from perfbench.task import Task
 
 _MISSING: Any = object()
@@ -187,9 +188,22 @@ def _type(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def record_result(task: Task, envelope: Step, result: AgentResult, end: float) -> Sample:
+_NO_CALL = (
+    "the agent answered without a model call through the proxy: does it send its calls to the "
+    "route it was given (a python: function's `proxy` argument, an HTTP agent's request field "
+    "`proxy`: openai_base_url, anthropic_base_url, api_key)?"
+)
+
+
+def record_result(
+    task: Task, envelope: Step, result: AgentResult, end: float, via: Via | None = None
+) -> Sample:
     """The ok sample of a task whose agent answered: usage on the ``agent`` step, the agent's own
-    steps placed one after another from the request's start, and the sample's counts fixed."""
+    steps placed one after another from the request's start, and the sample's counts fixed.
+    Through the proxy (``via``) the steps are the calls it saw and the agent's own time."""
+    if via is not None:
+        outcome = Outcome(answer=result.output, tool_calls=result.tool_calls or None)
+        return attributed(task, via, end, outcome, _NO_CALL, envelope)
     envelope.tokens_in, envelope.tokens_out = result.tokens_in, result.tokens_out
     offset = envelope.start
     for reported in result.steps:
@@ -236,7 +250,16 @@ def _sum(values: Iterable[int | None]) -> int | None:
 
 
 def record_failure(
-    task: Task, envelope: Step, status: Status, kind: str, error: str, end: float
+    task: Task,
+    envelope: Step,
+    status: Status,
+    kind: str,
+    error: str,
+    end: float,
+    via: Via | None = None,
 ) -> Sample:
+    if via is not None:
+        outcome = Outcome(failure=(status, kind, error))
+        return attributed(task, via, end, outcome, _NO_CALL, envelope)
     envelope.status = status
     return task.sample(status, error_kind=kind, error=error, end=end)

@@ -35,16 +35,14 @@ import orjson
 from anyio.abc import Process
 
 from perfbench.errors import TargetError
-from perfbench.http import HttpClient
-from perfbench.sample import Sample, Step
+from perfbench.sample import Sample
 from perfbench.suite import Suite
 from perfbench.targets import Target
+from perfbench.targets.proxied import ModelAccess, Outcome, ProxyHost, Via, attributed
 from perfbench.task import Task
 
 if TYPE_CHECKING:
-    from perfbench.proxy.recording import Writer
     from perfbench.proxy.routes import Route
-    from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
     from perfbench.targets.registry import Sizing, TargetSpec
 
@@ -67,29 +65,19 @@ class CommandTarget(Target):
         if not self.argv:
             raise TargetError('cmd: give the command to run, e.g. -t "cmd:python agent.py"')
         _check_runnable(self.argv[0])
-        self.spec, self.sizing, self._upstream = spec, sizing, upstream
         self._name = PREFIX + command
+        self._host = ProxyHost(spec, sizing, upstream)
+        self.price_ref, self.simulated = self._host.price_ref, self._host.simulated
+        self.server_url = self._host.server_url
         self._stack = AsyncExitStack()
-        self._proxy: ProxyServer | None = None
         self._dir: Path | None = None
-        self._suite: Suite | None = None
-        self.server_url = sizing.server_url  # the upstream mock's, once started (workers share)
-        if upstream is None:
-            from perfbench.mock.profile import load_profile
-
-            profile, _, model = spec.upstream.removeprefix("mock+http").lstrip(":").partition("@")
-            self._profile = profile or "default"
-            self.price_ref = load_profile(self._profile).model(model or None)[1].prices_as
-            self.simulated = True
-        else:
-            self.price_ref = spec.upstream
 
     @property
     def name(self) -> str:
         return self._name
 
     def check(self, suite: Suite) -> None:
-        self._suite = suite  # a recording's header names it
+        self._host.suite = suite
         for case in suite.cases:
             if case.turns is not None:
                 raise TargetError(
@@ -98,70 +86,30 @@ class CommandTarget(Target):
                 )
 
     async def __aenter__(self) -> Self:
-        from perfbench.proxy import upstream
-        from perfbench.proxy.server import ProxyServer
-
-        where = self._upstream
-        if where is None:
-            url = self.server_url or await self._start_mock()
-            self.server_url = url
-            where = upstream.mock(url)
-        self.secrets = where.secrets
-        http = HttpClient(self.sizing.concurrency)
-        http.prepare()
-        self._stack.push_async_callback(http.aclose)
-        self._proxy = ProxyServer(where, http, recording=self._recording(where))
-        await self._proxy.start()
-        self._stack.push_async_callback(self._proxy.aclose)
+        await self._host.start()
+        self._stack.push_async_callback(self._host.aclose)
+        self.server_url, self.secrets = self._host.server_url, self._host.secrets
         self._dir = Path(tempfile.mkdtemp(prefix="perfbench-cmd-"))
         self._stack.callback(shutil.rmtree, self._dir, True)
         return self
-
-    def _recording(self, where: Upstream) -> Writer | None:
-        """The recording the run asked for (``--record``), its header naming the suite."""
-        if self.spec.record is None:
-            return None
-        from perfbench.proxy.recording import Writer
-
-        suite = self._suite
-        header = {
-            "suite": suite.name if suite else None,
-            "suite_digest": suite.digest if suite else None,
-            "upstream": where.name if where.name != "the embedded mock" else self.spec.upstream,
-        }
-        writer = Writer(Path(self.spec.record), header, where.secrets)
-        self._stack.callback(writer.close)
-        return writer
-
-    async def _start_mock(self) -> str:
-        from perfbench.targets.mock_http import MockHttp
-
-        mock = MockHttp(self._profile, seed=self.sizing.seed)
-        await self._stack.enter_async_context(mock)
-        assert mock.server_url is not None
-        return mock.server_url
 
     async def aclose(self) -> None:
         await self._stack.aclose()
 
     async def run(self, task: Task) -> Sample:
-        if self._proxy is None or self._dir is None:
+        if self._dir is None:
             raise TargetError("cmd: target used outside its context (proxy not started)")
-        proxy = self._proxy
-        route = proxy.routes.open(task)
-        case_file = self._dir / f"{route.token}.json"
+        via = self._host.open(task)
+        case_file = self._dir / f"{via.route.token}.json"
         try:
             case_file.write_bytes(orjson.dumps(task.case.model_dump(mode="json")))
-            env = _environment(proxy.base_url(route), route.token, case_file, task.case.id)
-            return await self._execute(task, proxy, route, env)
+            return await self._execute(task, via, _environment(via.access, case_file, task.case.id))
         finally:
-            proxy.routes.close(route)
+            via.close()
             with suppress(OSError):
                 case_file.unlink()
 
-    async def _execute(
-        self, task: Task, proxy: ProxyServer, route: Route, env: dict[str, str]
-    ) -> Sample:
+    async def _execute(self, task: Task, via: Via, env: dict[str, str]) -> Sample:
         try:
             process = await anyio.open_process(
                 self.argv, env=env, start_new_session=True, stdin=-1, stdout=-1, stderr=-1
@@ -176,8 +124,7 @@ class CommandTarget(Target):
             with anyio.CancelScope(shield=True):
                 await _end_group(process)
         end = task.now()
-        proxy.routes.close(route)  # the task's steps are final from here
-        return _sample(task, route, code, out, err, end)
+        return attributed(task, via, end, _outcome(via.route, code, out, err), _NO_CALL)
 
 
 def _check_runnable(program: str) -> None:
@@ -190,15 +137,15 @@ def _check_runnable(program: str) -> None:
         )
 
 
-def _environment(base: str, token: str, case_file: Path, case_id: str) -> dict[str, str]:
+def _environment(access: ModelAccess, case_file: Path, case_id: str) -> dict[str, str]:
     """The agent's environment: perfbench's own, with every model API pointed at its route
     (and keyed with its token: the upstream key stays in the proxy)."""
     return {
         **os.environ,
-        "OPENAI_BASE_URL": f"{base}/v1",
-        "OPENAI_API_KEY": token,
-        "ANTHROPIC_BASE_URL": base,
-        "ANTHROPIC_API_KEY": token,
+        "OPENAI_BASE_URL": access.openai_base_url,
+        "OPENAI_API_KEY": access.api_key,
+        "ANTHROPIC_BASE_URL": access.anthropic_base_url,
+        "ANTHROPIC_API_KEY": access.api_key,
         "PERFBENCH_CASE_FILE": str(case_file),
         "PERFBENCH_CASE_ID": case_id,
     }
@@ -244,52 +191,21 @@ async def _end_group(process: Process) -> None:
     await process.aclose()
 
 
-def _sample(task: Task, route: Route, code: int, out: bytes, err: str, end: float) -> Sample:
-    _agent_steps(task, end)
-    models = sum(step.kind == "model" for step in task.steps)
-    misses = [f for f in route.failures if f[0] == "replay_miss"]
-    if misses:  # the root cause, whatever the agent made of it: the recording lacks a call
-        sample = task.sample("error", error_kind="replay_miss", error=misses[0][1], end=end)
-    elif code != 0:
-        why = f"exit status {code}" if code > 0 else f"killed by {_signal(-code)}"
-        failed = f" after a failed model call ({route.failures[0][0]})" if route.failures else ""
-        last = " ".join(err.split())[-300:]
-        message = f"{why}{failed}" + (f": {last}" if last else "")
-        sample = task.sample("error", error_kind="agent_exit", error=message, end=end)
-    elif models == 0:
-        kind = route.failures[0][0] if route.failures else "no_model_call"
-        message = (
-            route.failures[0][1]
-            if route.failures
-            else (
-                "the agent answered without a model call through the proxy: does it read "
-                "OPENAI_BASE_URL / ANTHROPIC_BASE_URL?"
-            )
-        )
-        sample = task.sample("error", error_kind=kind, error=message, end=end)
-    else:
-        answer = out.decode(errors="replace")
-        expect_ok = task.case.expect.check(tuple(route.tool_calls), answer)
-        sample = task.sample("ok", expect_ok=expect_ok, end=end)
-    sample.exit_status = code
-    sample.tool_calls = len(route.tool_calls)
-    return sample
+_NO_CALL = (
+    "the agent answered without a model call through the proxy: does it read "
+    "OPENAI_BASE_URL / ANTHROPIC_BASE_URL?"
+)
 
 
-def _agent_steps(task: Task, end: float) -> None:
-    """The agent's own time as ``agent`` steps: the gaps, from the task's start to ``end``,
-    in the union of its model calls' intervals; then every step in time order."""
-    calls = sorted((s.start, s.start + s.duration) for s in task.steps if s.kind == "model")
-    gaps: list[Step] = []
-    at = task.start
-    for start, stop in calls:
-        if start > at:
-            gaps.append(Step(kind="agent", name="agent", start=at, duration=start - at))
-        at = max(at, stop)
-    if end > at:
-        gaps.append(Step(kind="agent", name="agent", start=at, duration=end - at))
-    task.steps.extend(gaps)
-    task.steps.sort(key=lambda s: s.start)
+def _outcome(route: Route, code: int, out: bytes, err: str) -> Outcome:
+    """The process's end: a status other than 0 is its failure, with the end of stderr."""
+    if code == 0:
+        return Outcome(answer=out.decode(errors="replace"), exit_status=code)
+    why = f"exit status {code}" if code > 0 else f"killed by {_signal(-code)}"
+    failed = f" after a failed model call ({route.failures[0][0]})" if route.failures else ""
+    last = " ".join(err.split())[-300:]
+    message = f"{why}{failed}" + (f": {last}" if last else "")
+    return Outcome(failure=("error", "agent_exit", message), exit_status=code)
 
 
 def _signal(number: int) -> str:

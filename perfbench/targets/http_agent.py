@@ -32,6 +32,7 @@ from perfbench.targets.agent_result import (
     record_failure,
     record_result,
 )
+from perfbench.targets.proxied import Via
 from perfbench.targets.retry import server_wait
 from perfbench.task import Task
 
@@ -92,27 +93,32 @@ class HttpAgent(Target):
             await self._http.preflight(self.url)
 
     async def run(self, task: Task) -> Sample:
+        return await self.run_via(task, None)
+
+    async def run_via(self, task: Task, via: Via | None) -> Sample:
+        """The task, its route of perfbench's proxy (``--proxy``) in the request's ``proxy``
+        field when there is one."""
         call = task.model_call("agent")
         envelope = task.steps[-1]
         try:
-            body, headers = await self._exchange(task, call.sent)
+            body, headers = await self._exchange(task, call.sent, via)
         except CallFailed as exc:  # transport failures, classified (http.failures)
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
             text = self._redact(exc.message)[:500]
-            return record_failure(task, envelope, status_of(exc.kind), exc.kind, text, end)
+            return record_failure(task, envelope, status_of(exc.kind), exc.kind, text, end, via)
         except BaseException:  # cancelled or timed out by the runner: keep the time spent
             call.finish(tokens_in=None, tokens_out=None, status="cancelled")
             raise
         end = task.now()
         call.finish(tokens_in=None, tokens_out=None)
-        return self._answer(task, envelope, body, headers, end)
+        return self._answer(task, envelope, body, headers, end, via)
 
     async def _exchange(
-        self, task: Task, sent: Callable[[], None]
+        self, task: Task, sent: Callable[[], None], via: Via | None
     ) -> tuple[bytes, Mapping[str, str]]:
         # Streamed so the status is known (and kept) even when the body breaks off.
-        content = self._body(task)
+        content = self._body(task, via)
         if self._http is not None:
             given = self._timeout is not httpx.USE_CLIENT_DEFAULT
             read_timeout = float(self._timeout) if given else task.case.timeout_s
@@ -130,33 +136,41 @@ class HttpAgent(Target):
                 await response.aclose()
 
     def _answer(
-        self, task: Task, envelope: Step, body: bytes, headers: Mapping[str, str], end: float
+        self,
+        task: Task,
+        envelope: Step,
+        body: bytes,
+        headers: Mapping[str, str],
+        end: float,
+        via: Via | None,
     ) -> Sample:
         status_code = task.http_status or 0
         if status_code == 429:
             task.refused(server_wait(headers, datetime.now(UTC)))
             excerpt = self._excerpt(body)
-            return record_failure(task, envelope, "rate_limited", "rate_limited", excerpt, end)
+            return record_failure(task, envelope, "rate_limited", "rate_limited", excerpt, end, via)
         if not 200 <= status_code < 300:  # redirects are not followed: they would add latency
             text = f"HTTP {status_code}: {self._excerpt(body)}"
-            return record_failure(task, envelope, "error", f"http_{status_code}", text, end)
+            return record_failure(task, envelope, "error", f"http_{status_code}", text, end, via)
         try:
             result = parse_agent_result(orjson.loads(body), self.mapping)
         except orjson.JSONDecodeError as exc:
             text = f"answer is not JSON ({exc}); it starts: {self._excerpt(body)}"
-            return record_failure(task, envelope, "error", "malformed_response", text, end)
+            return record_failure(task, envelope, "error", "malformed_response", text, end, via)
         except MalformedResult as exc:
             text = self._redact(str(exc))[:500]
-            return record_failure(task, envelope, "error", "malformed_response", text, end)
-        return record_result(task, envelope, result, end)
+            return record_failure(task, envelope, "error", "malformed_response", text, end, via)
+        return record_result(task, envelope, result, end, via)
 
-    def _body(self, task: Task) -> bytes:
+    def _body(self, task: Task, via: Via | None = None) -> bytes:
         # The case part is built once per case (model_dump costs tens of µs, per task budget).
         case = task.case
         cached = self._bodies.get(id(case))
         if cached is None or cached[0] is not case:
             cached = self._bodies[id(case)] = (case, request_fields(case))
         metadata = {"phase": task.phase, "run": task.run, "iteration": task.iteration}
+        if via is not None:
+            return orjson.dumps({**cached[1], "metadata": metadata, "proxy": via.access.as_json()})
         return orjson.dumps({**cached[1], "metadata": metadata})
 
     def _excerpt(self, body: bytes) -> str:

@@ -27,9 +27,10 @@ from perfbench.targets.agent_result import (
     record_failure,
     record_result,
 )
+from perfbench.targets.proxied import Via
 from perfbench.task import Task
 
-AgentFunction = Callable[[Case], Awaitable[Any]]
+AgentFunction = Callable[..., Awaitable[Any]]  # fn(case), or fn(case, proxy=…)
 _PREFIX = "python:"
 _MESSAGE_MAX = 500
 
@@ -37,30 +38,39 @@ _MESSAGE_MAX = 500
 class PythonCallable(Target):
     """Awaits ``fn(case)`` per task. ``fn`` defaults to the function ``spec`` names."""
 
-    def __init__(self, spec: str, *, fn: AgentFunction | None = None) -> None:
+    def __init__(
+        self, spec: str, *, fn: AgentFunction | None = None, proxied: bool = False
+    ) -> None:
+        """``proxied`` (``--proxy``): each call is ``fn(case, proxy=ModelAccess)``, the task's
+        route of perfbench's proxy (targets/proxied.py)."""
         self.spec = spec.removeprefix(_PREFIX)
         self._fn = fn if fn is not None else load_callable(self.spec)
         self._name = _PREFIX + self.spec
+        if proxied:
+            _check_takes_proxy(self.spec, self._fn)
 
     @property
     def name(self) -> str:
         return self._name
 
     async def run(self, task: Task) -> Sample:
+        return await self.run_via(task, None)
+
+    async def run_via(self, task: Task, via: Via | None) -> Sample:
         call = task.model_call("agent")
         envelope = task.steps[-1]
         try:
-            answer = await self._call(task.case)
+            answer = await self._call(task.case, via)
         except _NotAwaitable as exc:
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
-            return record_failure(task, envelope, "error", "agent_not_async", str(exc), end)
+            return record_failure(task, envelope, "error", "agent_not_async", str(exc), end, via)
         except Exception as exc:  # the agent's failure is data; cancellation is not caught
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
             kind = f"agent_exception:{type(exc).__name__}"
             message = (str(exc) or type(exc).__name__)[:_MESSAGE_MAX]
-            return record_failure(task, envelope, "error", kind, message, end)
+            return record_failure(task, envelope, "error", kind, message, end, via)
         except BaseException:  # cancelled or timed out by the runner: keep the time spent
             call.finish(tokens_in=None, tokens_out=None, status="cancelled")
             raise
@@ -72,11 +82,12 @@ class PythonCallable(Target):
             )
         except MalformedResult as exc:
             text = str(exc)[:_MESSAGE_MAX]
-            return record_failure(task, envelope, "error", "malformed_response", text, end)
-        return record_result(task, envelope, result, end)
+            return record_failure(task, envelope, "error", "malformed_response", text, end, via)
+        return record_result(task, envelope, result, end, via)
 
-    async def _call(self, case: Case) -> Any:
-        pending = self._fn(case)
+    async def _call(self, case: Case, via: Via | None) -> Any:
+        # With a route, _check_takes_proxy saw the function take a `proxy` keyword.
+        pending = self._fn(case) if via is None else self._fn(case, proxy=via.access)
         # load_callable() checked the function, but a wrapper can still return a plain value.
         if not inspect.isawaitable(pending):
             raise _NotAwaitable(
@@ -137,6 +148,26 @@ def _check_async(spec: str, fn: Any) -> None:
             f"python target '{spec}' is not async: perfbench awaits fn(case), so define it "
             "with 'async def'"
         )
+
+
+def _check_takes_proxy(spec: str, fn: Any) -> None:
+    """With --proxy the function is called ``fn(case, proxy=...)``: one that cannot take it
+    is refused now, not as a TypeError in every task."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): taken at its word
+        return
+    named = parameters.get("proxy")
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()) or (
+        named is not None and named.kind in (named.POSITIONAL_OR_KEYWORD, named.KEYWORD_ONLY)
+    ):
+        return
+    raise TargetError(
+        f"python target '{spec}' with --proxy: perfbench calls fn(case, proxy=access), the "
+        "task's route of its proxy; add a `proxy` parameter and send the model calls there "
+        "(access.openai_base_url, access.anthropic_base_url, access.api_key; "
+        "docs/agent-targets.md)"
+    )
 
 
 def _is_async(fn: Any) -> bool:

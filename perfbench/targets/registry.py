@@ -11,6 +11,7 @@ http+agent://host/path               a user's agent behind an HTTP endpoint (htt
 python:package.module:function       a user's async callable
 cmd:<command line>                   any program as the agent, run once per task, its model
                                      calls through perfbench's proxy to --upstream
+http+agent://… or python:… --proxy   the agent's model calls through the proxy too
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
 
 if TYPE_CHECKING:
     from perfbench.proxy.upstream import Upstream
+    from perfbench.targets.proxied import Agent
 
 # Each model API, by the family of providers (``Provider.api``) that speaks it.
 API_FAMILY: dict[str, Literal["openai", "anthropic"]] = {
@@ -86,6 +88,10 @@ class TargetSpec:
     # A cmd: target's calls, answers and timing kept in this file (JSONL) as they pass the
     # proxy, for a mock profile's replay: (perfbench.proxy.recording).
     record: str | None = None
+    # An http+agent or python: target's model calls through the proxy too, each task handed
+    # its own route (targets/proxied.py); then base_url, api_key_env and headers are the
+    # upstream's, as for a cmd: target.
+    proxy: bool = False
 
     def __post_init__(self) -> None:
         if self.api is not None and self.api not in API_FAMILY:
@@ -124,11 +130,20 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
     spec = TargetSpec(spec) if isinstance(spec, str) else spec
     sizing = sizing or Sizing()
     name = spec.target
-    if spec.record is not None and not name.startswith("cmd:"):
-        raise TargetError("--record goes with cmd: targets (it keeps what their proxy forwards)")
+    kind, _, arg = name.partition(":")
+    if spec.proxy and kind not in _AGENTS:
+        raise TargetError(
+            "--proxy goes with http+agent and python: targets (agents that call their models "
+            "themselves): a cmd: target always has its proxy, and perfbench's own client "
+            "times a model or mock target's calls"
+        )
+    if spec.record is not None and not (kind == "cmd" or spec.proxy):
+        raise TargetError(
+            "--record goes with cmd: targets, or http+agent and python: ones with --proxy (it "
+            "keeps what their proxy forwards)"
+        )
     if name.startswith("mock"):
         return _mock(spec, sizing)
-    kind, _, arg = name.partition(":")
     if spec.api is not None and kind in ("python", "http+agent", "http+agents"):
         raise TargetError(
             f"--api {spec.api} goes with model targets (provider/model) and mock+http: "
@@ -142,31 +157,69 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
                 f"--api {spec.api} goes with model targets: a cmd: agent calls the APIs it "
                 "calls (the proxy forwards each to --upstream)"
             )
-        # The upstream's key is read now, as a model target's is: a missing one fails here.
-        mock = spec.upstream.startswith("mock+http")
-        return CommandTarget(arg, spec, sizing, None if mock else proxy_upstream(spec))
+        return CommandTarget(arg, spec, sizing, _upstream(spec))
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
-        if spec.api_key_env or spec.headers or spec.base_url:
+        if not spec.proxy and (spec.api_key_env or spec.headers or spec.base_url):
             raise TargetError(
                 "python: targets make no HTTP requests of perfbench's: --api-key-env, --header "
-                "and --base-url go with model, mock+http and http+agent targets"
+                "and --base-url go with model, mock+http and http+agent targets (and with "
+                "--proxy, to its --upstream)"
             )
-        return PythonCallable(arg)
+        agent = PythonCallable(arg, proxied=spec.proxy)
+        return _proxied(agent, spec, sizing) if spec.proxy else agent
     if kind in ("http+agent", "http+agents"):
-        from perfbench.targets.http_agent import HttpAgent
-
-        scheme = "https" if kind == "http+agents" else "http"
-        if spec.base_url:
-            raise TargetError("--base-url goes with model targets: an http+agent URL is whole")
-        extra = request_headers(spec.headers)
-        if spec.api_key_env:  # the agent's own key, sent as a bearer token
-            extra.setdefault("Authorization", f"Bearer {_env(spec.api_key_env, '--api-key-env')}")
-        return HttpAgent(f"{scheme}:{arg}", headers=extra, concurrency=sizing.concurrency)
+        return _http_agent(spec, sizing, f"{'https' if kind == 'http+agents' else 'http'}:{arg}")
     if "/" in name:
         return _model(spec, sizing)
     raise TargetError(_unknown(name))
+
+
+_AGENTS = ("python", "http+agent", "http+agents")
+
+
+def _http_agent(spec: TargetSpec, sizing: Sizing, url: str) -> Target:
+    from perfbench.targets.http_agent import HttpAgent
+
+    if spec.proxy:  # the flags of a model API are the upstream's
+        _check_loopback(url)
+        return _proxied(HttpAgent(url, concurrency=sizing.concurrency), spec, sizing)
+    if spec.base_url:
+        raise TargetError("--base-url goes with model targets: an http+agent URL is whole")
+    extra = request_headers(spec.headers)
+    if spec.api_key_env:  # the agent's own key, sent as a bearer token
+        extra.setdefault("Authorization", f"Bearer {_env(spec.api_key_env, '--api-key-env')}")
+    return HttpAgent(url, headers=extra, concurrency=sizing.concurrency)
+
+
+def _check_loopback(url: str) -> None:
+    """The proxy listens on 127.0.0.1 only: an agent elsewhere could not reach its route."""
+    import ipaddress
+
+    host = urlsplit(url).hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise TargetError(
+            f"--proxy: the proxy listens on 127.0.0.1 only (its routes carry no credentials a "
+            f"network should see), so an agent at {host!r} cannot reach it: run the agent on "
+            "this machine (http+agent://127.0.0.1:PORT/…)"
+        )
+
+
+def _upstream(spec: TargetSpec) -> Upstream | None:
+    """Where a proxy forwards; None for the embedded mock, which the proxy's host starts. A
+    model upstream's key is read now, as a model target's is: a missing one fails here."""
+    return None if spec.upstream.startswith("mock+http") else proxy_upstream(spec)
+
+
+def _proxied(agent: Agent, spec: TargetSpec, sizing: Sizing) -> Target:
+    from perfbench.targets.proxied import Proxied, ProxyHost
+
+    return Proxied(agent, ProxyHost(spec, sizing, _upstream(spec)))
 
 
 def proxy_upstream(spec: TargetSpec) -> Upstream:

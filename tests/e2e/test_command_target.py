@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from perfbench.export import load_run
-from tests.helpers import CASES, cli, mock_model_calls, mock_process, write_suite
+from tests.helpers import CASES, cli, covered, mock_model_calls, mock_process, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 
@@ -67,18 +67,7 @@ def test_every_model_call_of_an_sdk_agent_is_a_step_of_its_task(
         if name != "framework_agent.py":  # it does not stream: no TTFT to show
             assert all(st["ttft"] is not None and st["ttft"] > 0 for st in models)
         assert s["exit_status"] == 0
-        assert _covered(s) == pytest.approx(s["latency"], abs=0.002)
-
-
-def _covered(sample: dict[str, Any]) -> float:
-    """Model time (the union of the model calls' intervals) plus the agent's own steps."""
-    spans = sorted((st["start"], st["start"] + st["duration"]) for st in sample["steps"]
-                   if st["kind"] == "model")  # fmt: skip
-    union, end = 0.0, float("-inf")
-    for start, stop in spans:
-        union += max(0.0, stop - max(start, end))
-        end = max(end, stop)
-    return union + sum(st["duration"] for st in sample["steps"] if st["kind"] == "agent")
+        assert covered(s) == pytest.approx(s["latency"], abs=0.002)
 
 
 def test_the_default_upstream_is_the_embedded_mock_and_its_calls_are_priced(
