@@ -49,6 +49,10 @@ class Task:
     told: int = 0  # 429s on_refusal was told of
     turn: int | None = None  # a multi-turn case: the turn being run, stamped on its steps
     _open: Step | None = None  # the step in progress, closed by a failed sample
+    # A target's last word on its steps before the sample is made, however the task ended (an
+    # answer, a timeout, a cancellation): a proxied agent's become its model calls and its own
+    # time (targets/proxied.py). Called once, with the task's end.
+    settle: Callable[[float], None] | None = None
     # Every gap between token-bearing chunks, all model calls: one append per chunk on the
     # hot path; summed and bucketed once, when the sample is made.
     _gaps: list[float] = field(default_factory=list)
@@ -112,6 +116,9 @@ class Task:
             self._open.duration = self.now() - self._open.start
             self._open.status = status
             self._open = None
+        if self.settle is not None:
+            settle, self.settle = self.settle, None
+            settle(self.now() if end is None else end)
         models = tools = 0
         tokens_in = tokens_out = None
         first_ttft = None

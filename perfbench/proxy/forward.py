@@ -88,6 +88,7 @@ class Tee:
     ) -> None:
         self._up, self._agent, self._since = upstream, agent, since
         self.chunks: list[tuple[float, bytes]] = []
+        self.gone = False  # the agent hung up: nothing more is written to it
 
     @property
     def status_code(self) -> int:
@@ -123,7 +124,14 @@ class Tee:
                 await self._pass(chunk)
 
     async def _pass(self, chunk: bytes) -> None:
-        await self._agent.write(chunk)
+        if not self.gone:
+            try:
+                await self._agent.write(chunk)
+            except ConnectionError:
+                # The agent hung up (it failed on what it got, or stopped reading): the answer
+                # is still read and parsed to its end, so the call is timed and classified by
+                # what the upstream sent, not by the agent's leaving.
+                self.gone = True
         if self._since is not None:
             self.chunks.append((time.monotonic() - self._since[0], chunk))
 
@@ -153,7 +161,7 @@ async def model_call(request: web.Request, ex: Exchange) -> web.StreamResponse:
     try:
         return await _call(request, ex, call)
     finally:
-        route.calls.discard(call)
+        route.ended(call)
         if route.on_call is not None and not route.closed:
             route.on_call(call.step)
 
@@ -187,7 +195,10 @@ async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.Stre
         agent.force_close()  # the answer broke off: so does the agent's
         return agent
     _record(ex, doc, upstream.status_code, upstream.headers, tee.chunks)
-    await agent.write_eof()
+    if tee.gone:
+        agent.force_close()
+    else:
+        await agent.write_eof()
     return agent
 
 

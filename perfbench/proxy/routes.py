@@ -10,6 +10,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio
+
 from perfbench.sample import Step
 from perfbench.task import ModelCall, Task
 
@@ -28,6 +30,22 @@ class Route:
     # Told of each model call as it ends (``perfbench proxy``: counts it, and keeps no
     # steps, so a session of a million calls holds none of them).
     on_call: Callable[[Step], None] | None = None
+    _idle: list[anyio.Event] = field(default_factory=list)  # waiting for no call in flight
+
+    def ended(self, call: ModelCall) -> None:
+        """A call is no longer in flight."""
+        self.calls.discard(call)
+        if not self.calls:
+            for event in self._idle:
+                event.set()
+            self._idle.clear()
+
+    async def idle(self) -> None:
+        """Until no call of the route is in flight."""
+        if self.calls:
+            event = anyio.Event()
+            self._idle.append(event)
+            await event.wait()
 
 
 class Routes:
@@ -49,6 +67,6 @@ class Routes:
         self._open.pop(route.token, None)
         if not route.closed:
             route.closed = True
-            for call in route.calls:
+            for call in list(route.calls):
                 call.finish(tokens_in=None, tokens_out=None, status="cancelled")
-            route.calls.clear()
+                route.ended(call)

@@ -203,7 +203,7 @@ def record_result(
     Through the proxy (``via``) the steps are the calls it saw and the agent's own time."""
     if via is not None:
         outcome = Outcome(answer=result.output, tool_calls=result.tool_calls or None)
-        return attributed(task, via, end, outcome, _NO_CALL, envelope)
+        return attributed(task, via, end, outcome, _NO_CALL)
     envelope.tokens_in, envelope.tokens_out = result.tokens_in, result.tokens_out
     offset = envelope.start
     for reported in result.steps:
@@ -260,6 +260,6 @@ def record_failure(
 ) -> Sample:
     if via is not None:
         outcome = Outcome(failure=(status, kind, error))
-        return attributed(task, via, end, outcome, _NO_CALL, envelope)
+        return attributed(task, via, end, outcome, _NO_CALL)
     envelope.status = status
     return task.sample(status, error_kind=kind, error=error, end=end)

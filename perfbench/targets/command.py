@@ -21,6 +21,7 @@ model call (``no_model_call``) are failed samples."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -38,11 +39,10 @@ from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.suite import Suite
 from perfbench.targets import Target
-from perfbench.targets.proxied import ModelAccess, Outcome, ProxyHost, Via, attributed
+from perfbench.targets.proxied import ModelAccess, Outcome, ProxyHost, Via, attributed, settle
 from perfbench.task import Task
 
 if TYPE_CHECKING:
-    from perfbench.proxy.routes import Route
     from perfbench.proxy.upstream import Upstream
     from perfbench.targets.registry import Sizing, TargetSpec
 
@@ -100,6 +100,7 @@ class CommandTarget(Target):
         if self._dir is None:
             raise TargetError("cmd: target used outside its context (proxy not started)")
         via = self._host.open(task)
+        task.settle = functools.partial(settle, task, via)  # a timeout's sample, too
         case_file = self._dir / f"{via.route.token}.json"
         try:
             case_file.write_bytes(orjson.dumps(task.case.model_dump(mode="json")))
@@ -124,7 +125,9 @@ class CommandTarget(Target):
             with anyio.CancelScope(shield=True):
                 await _end_group(process)
         end = task.now()
-        return attributed(task, via, end, _outcome(via.route, code, out, err), _NO_CALL)
+        if code != 0:  # the fault it failed of may be in a call still being read
+            await via.calls_done()
+        return attributed(task, via, end, _outcome(code, out, err), _NO_CALL)
 
 
 def _check_runnable(program: str) -> None:
@@ -197,14 +200,13 @@ _NO_CALL = (
 )
 
 
-def _outcome(route: Route, code: int, out: bytes, err: str) -> Outcome:
+def _outcome(code: int, out: bytes, err: str) -> Outcome:
     """The process's end: a status other than 0 is its failure, with the end of stderr."""
     if code == 0:
         return Outcome(answer=out.decode(errors="replace"), exit_status=code)
     why = f"exit status {code}" if code > 0 else f"killed by {_signal(-code)}"
-    failed = f" after a failed model call ({route.failures[0][0]})" if route.failures else ""
     last = " ".join(err.split())[-300:]
-    message = f"{why}{failed}" + (f": {last}" if last else "")
+    message = why + (f": {last}" if last else "")
     return Outcome(failure=("error", "agent_exit", message), exit_status=code)
 
 

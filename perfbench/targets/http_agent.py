@@ -100,11 +100,15 @@ class HttpAgent(Target):
         field when there is one."""
         call = task.model_call("agent")
         envelope = task.steps[-1]
+        if via is not None:  # the exchange is the agent's time, its model calls the proxy's
+            envelope.kind = "agent"
         try:
             body, headers = await self._exchange(task, call.sent, via)
         except CallFailed as exc:  # transport failures, classified (http.failures)
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
+            if via is not None:
+                await via.calls_done()
             text = self._redact(exc.message)[:500]
             return record_failure(task, envelope, status_of(exc.kind), exc.kind, text, end, via)
         except BaseException:  # cancelled or timed out by the runner: keep the time spent
@@ -112,6 +116,8 @@ class HttpAgent(Target):
             raise
         end = task.now()
         call.finish(tokens_in=None, tokens_out=None)
+        if via is not None:  # a failed answer's cause may be in a call still being read
+            await via.calls_done()
         return self._answer(task, envelope, body, headers, end, via)
 
     async def _exchange(

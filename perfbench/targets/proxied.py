@@ -8,7 +8,8 @@ agent serves many tasks at once, so they are handed their task's route: a ``pyth
 function as its ``proxy`` keyword argument, an HTTP agent as the request's ``proxy`` field
 (``ModelAccess``; docs/agent-targets.md).
 
-``attributed`` makes a proxied task's sample: its steps are the model calls the proxy saw and
+``settle`` makes a proxied task's steps (however it ended; ``attributed`` its sample when the
+agent answered or failed): the model calls the proxy saw and
 ``agent`` steps for the rest of the task's time, from its start to the agent's answer, every
 moment no model call was in flight (the critical path: overlapping calls count once), so the
 model steps' union and the agent steps add up to the task's latency. What the agent reports
@@ -16,14 +17,17 @@ of its own steps is not kept then: its model calls would count twice."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
+import anyio
+
 from perfbench.http import HttpClient
-from perfbench.sample import Sample, Status, Step
+from perfbench.sample import Sample, Status, Step, status_of
 from perfbench.suite import Suite
 from perfbench.targets import Target
 from perfbench.task import Task
@@ -34,6 +38,9 @@ if TYPE_CHECKING:
     from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
     from perfbench.targets.registry import Sizing, TargetSpec
+
+
+CALLS_GRACE_S = 0.2  # how long a task's sample waits for its calls in flight (Via.calls_done)
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,14 @@ class Via:
     route: Route
     access: ModelAccess
     close: Callable[[], None]
+
+    async def calls_done(self, grace: float = CALLS_GRACE_S) -> None:
+        """Wait, at most ``grace`` seconds, for the route's calls in flight to end. An agent
+        that failed on what a call sent it can leave before the proxy has read that call's
+        fault (the bytes reach the agent before perfbench parses them), and the fault is
+        what the task failed of. Only the sample waits: its end is already taken."""
+        with anyio.move_on_after(grace):
+            await self.route.idle()
 
 
 class ProxyHost:
@@ -202,6 +217,7 @@ class Proxied(Target):
 
     async def run(self, task: Task) -> Sample:
         via = self.host.open(task)
+        task.settle = functools.partial(settle, task, via)  # a timeout's sample, too
         try:
             return await self.agent.run_via(task, via)
         finally:
@@ -219,24 +235,25 @@ class Outcome:
     exit_status: int | None = None
 
 
-def attributed(
-    task: Task, via: Via, end: float, outcome: Outcome, hint: str, envelope: Step | None = None
-) -> Sample:
-    """A proxied task's sample: the route closed (its steps final), ``envelope`` (the
-    target's own step around the whole exchange) replaced by the agent's time. A recording's
-    miss is the root cause whatever the agent made of it; then the agent's own failure; an
-    answer with no model call through the proxy is ``no_model_call`` (``hint``: what to
-    check)."""
-    via.close()
+def attributed(task: Task, via: Via, end: float, outcome: Outcome, hint: str) -> Sample:
+    """A proxied task's sample, its steps settled (``settle``). A recording's
+    miss is the root cause whatever the agent made of it. An agent that failed after a model
+    call failed failed of that call's fault (``http_500``, ``malformed_stream``…: one fault
+    reads the same wherever it is met), its own failure in the message; one that answered
+    anyway answered (the failed call is a step that says so). An answer with no model call
+    through the proxy is ``no_model_call`` (``hint``: what to check)."""
+    task.settle = None
+    settle(task, via, end)
     route = via.route
-    if envelope is not None and envelope in task.steps:
-        task.steps.remove(envelope)
-    agent_time(task, end)
     models = sum(step.kind == "model" for step in task.steps)
     misses = [f for f in route.failures if f[0] == "replay_miss"]
     tools = outcome.tool_calls if outcome.tool_calls is not None else tuple(route.tool_calls)
     if misses:
         sample = task.sample("error", error_kind="replay_miss", error=misses[0][1], end=end)
+    elif outcome.failure is not None and route.failures:
+        kind, cause = route.failures[0]
+        message = f"{cause} (then the agent failed: {outcome.failure[2]})"
+        sample = task.sample(status_of(kind), error_kind=kind, error=message, end=end)
     elif outcome.failure is not None:
         status, kind, message = outcome.failure
         sample = task.sample(status, error_kind=kind, error=message, end=end)
@@ -249,6 +266,15 @@ def attributed(
     sample.exit_status = outcome.exit_status
     sample.tool_calls = len(tools)
     return sample
+
+
+def settle(task: Task, via: Via, end: float) -> None:
+    """A proxied task's steps, final: its route closed (a call still in flight ends,
+    cancelled), the target's own ``agent`` step around the whole exchange (an HTTP agent's
+    request, a function's await) replaced by the agent's time between the model calls."""
+    via.close()
+    task.steps[:] = [step for step in task.steps if step.kind != "agent"]
+    agent_time(task, end)
 
 
 def agent_time(task: Task, end: float) -> None:

@@ -59,6 +59,8 @@ class PythonCallable(Target):
     async def run_via(self, task: Task, via: Via | None) -> Sample:
         call = task.model_call("agent")
         envelope = task.steps[-1]
+        if via is not None:  # the exchange is the agent's time, its model calls the proxy's
+            envelope.kind = "agent"
         try:
             answer = await self._call(task.case, via)
         except _NotAwaitable as exc:
@@ -68,6 +70,8 @@ class PythonCallable(Target):
         except Exception as exc:  # the agent's failure is data; cancellation is not caught
             end = task.now()
             call.finish(tokens_in=None, tokens_out=None, status="error")
+            if via is not None:  # the fault it failed of may be in a call still being read
+                await via.calls_done()
             kind = f"agent_exception:{type(exc).__name__}"
             message = (str(exc) or type(exc).__name__)[:_MESSAGE_MAX]
             return record_failure(task, envelope, "error", kind, message, end, via)

@@ -7,7 +7,7 @@ pinned to core 1; the client, perfbench's own agent loop (`-t openai/mock --base
 this process, pinned to core 0. Direct and proxied runs alternate three times at each level;
 each figure is the median of the three runs' pooled percentiles.
 
-Usage: python tests/bench/proxy_overhead.py [--quick] [--proxy-core N]
+Usage: python tests/bench/proxy_overhead.py [--quick] [--proxy-core N] [--levels 8,64]
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ PROFILE = (
 )
 CASE = "cases:\n  - {id: one, language: en, input: hello, timeout_s: 60}\n"
 SERVER_CORES = {1}
+# In flight, each level a figure: 8 and 64 unless --levels 1,8,… says otherwise.
+LEVELS = (
+    [int(n) for n in sys.argv[sys.argv.index("--levels") + 1].split(",")]
+    if "--levels" in sys.argv
+    else [8, 64]
+)
 # The proxy's core: with the mock by default (--proxy-core 0: with the client instead).
 PROXY_CORES = (
     {int(sys.argv[sys.argv.index("--proxy-core") + 1])} if "--proxy-core" in sys.argv else {1}
@@ -67,7 +73,8 @@ def main() -> None:
             mock_process(folder / "timed.yaml", cpus=SERVER_CORES) as mock_url,
             proxy_process(mock_url) as proxied,
         ):
-            for level, tasks in ((8, 80 if quick else 240), (64, 256 if quick else 768)):
+            for level in LEVELS:
+                tasks = max(80, level * 4) if quick else max(240, level * 12)
                 sides: dict[str, list[dict[str, Any]]] = {"direct": [], "proxy": []}
                 for _ in range(1 if quick else 3):
                     for side, url in (("direct", f"{mock_url}/v1"), ("proxy", f"{proxied}/v1")):

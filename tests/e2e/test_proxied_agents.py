@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CASES, cli, covered, mock_model_calls, mock_process, served
+from tests.helpers import CASES, cli, covered, mock_model_calls, mock_process, served, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 ENV = {**os.environ, "PYTHONPATH": str(AGENTS)}
@@ -35,9 +35,9 @@ def samples(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-def run(out: Path, target: str, *args: str) -> Any:
-    return cli("run", str(CASES / "answer.yaml"), "-t", target, "--proxy", "--runs", "1",
-               "--warmup", "0", "-q", "--out", str(out), *args, env=ENV)  # fmt: skip
+def run(out: Path, target: str, *args: str, cases: Path = CASES / "answer.yaml") -> Any:
+    return cli("run", str(cases), "-t", target, "--proxy", "--runs", "1", "--warmup", "0",
+               "-q", "--out", str(out), *args, env=ENV)  # fmt: skip
 
 
 def check_attributed(found: list[dict[str, Any]], streamed: bool, priced: bool = False) -> None:
@@ -95,6 +95,17 @@ def test_an_agent_that_ignores_its_route_or_misuses_it_is_classified(tmp_path: P
     # The proxy refused the stranger (401); the agent's SDK raised on it.
     assert found and {s["error_kind"] for s in found} == {"agent_exception:AuthenticationError"}
     assert all(s["model_calls"] == 0 for s in found)
+
+
+def test_a_proxied_agent_that_times_out_keeps_its_calls_and_its_time(tmp_path: Path) -> None:
+    cases = write_suite(tmp_path / "slow.yaml", "cases:\n  - id: hang\n    input: hi\n"
+                        "    timeout_s: 2\n")  # fmt: skip
+    run(tmp_path / "out", "python:routed_agents:hangs_after_a_call", cases=cases)
+    (s,) = samples(tmp_path / "out")
+    assert s["status"] == "timeout" and s["model_calls"] == 1, s
+    # The function's await is the agent's time, not a model step of its own.
+    assert [st["kind"] for st in s["steps"]] == ["agent", "model", "agent"]
+    assert covered(s) == pytest.approx(s["latency"], abs=0.002)
 
 
 @pytest.mark.parametrize(

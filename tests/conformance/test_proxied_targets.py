@@ -1,0 +1,75 @@
+"""Agents whose model calls go through perfbench's proxy, against the loopback mock's faults:
+a ``cmd:`` program (a strict standard-library client) and a ``python:`` function with
+``--proxy`` (the official openai SDK, no retries). Each fault reaches the agent, which fails
+of it; the task then reads as the same fault would for a model target (``MODEL`` in
+test_targets.py: one ``sample.ERROR_KINDS`` vocabulary), whatever the agent made of it
+(an exit status, an SDK exception), and the failed call is the task's step. asyncio only:
+the proxy is an aiohttp server in perfbench's loop. Real sockets and real time, bounded by
+the cases' 1 s timeout."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfbench.mock.profile import load_profile
+from perfbench.mock.server import serve_in_thread
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from tests.conformance.test_targets import FAULTS, MODEL, SUITE, _check, _measure
+
+AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
+TARGETS = {
+    "cmd": f"cmd:{sys.executable} {AGENTS / 'urllib_agent.py'}",
+    "python": "python:routed_agents:strict_stream",
+}
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One mock server per fault, each on its own loop in a thread."""
+    folder = tmp_path_factory.mktemp("proxied")
+    urls: dict[str, str] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(AGENTS))  # routed_agents, for the python: target
+        for fault in FAULTS:
+            faults = "" if fault == "none" else f"faults: {{{fault}: 1.0, stall_s: 3}}\n"
+            path = folder / f"{fault}.yaml"
+            path.write_text(
+                "ttft_ms: 5\nitl_ms: 1\noutput_chars: 40\n"
+                "models: {sim: {tokens_per_char: {default: 0.25}}}\n" + faults
+            )
+        with (
+            serve_in_thread(load_profile(str(folder / "none.yaml"))) as none,
+            serve_in_thread(load_profile(str(folder / "error_500.yaml"))) as e500,
+            serve_in_thread(load_profile(str(folder / "error_503.yaml"))) as e503,
+            serve_in_thread(load_profile(str(folder / "reset.yaml"))) as reset,
+            serve_in_thread(load_profile(str(folder / "truncate.yaml"))) as truncate,
+            serve_in_thread(load_profile(str(folder / "malformed.yaml"))) as malformed,
+            serve_in_thread(load_profile(str(folder / "stall.yaml"))) as stall,
+        ):
+            for fault, server in zip(
+                FAULTS, (none, e500, e503, reset, truncate, malformed, stall), strict=True
+            ):
+                urls[fault] = server.url
+            yield urls
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_reaches_a_proxied_agent_and_reads_as_it_would_for_a_model_target(
+    servers: dict[str, str], fault: str, kind: str
+) -> None:
+    target = TargetSpec(TARGETS[kind], proxy=kind == "python", upstream="openai/m",
+                        base_url=servers[fault] + "/v1", retries=0)  # fmt: skip
+    spec = RunSpec(target=target, plan=Plan(runs=1, warmup=0, concurrency=2), out=None)
+    got = _measure(spec, "asyncio")
+    _check(got, MODEL[fault])
+    for sample in got.values():
+        models = [s for s in sample.steps if s.kind == "model"]
+        assert sample.model_calls == len(models) == 1  # the one call, failed or not
+        if fault not in ("none", "stall"):  # the agent saw the fault and failed of it
+            assert models[0].status != "ok" and "then the agent failed" in (sample.error or "")
+    assert set(got) == {case.id for case in SUITE.cases}
