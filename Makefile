@@ -16,7 +16,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,ray]'
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install perfbench with its dev tools
@@ -89,6 +89,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/report_scale.py
 	$(PY) tests/bench/rate_limits.py
 	$(PY) tests/bench/proxy_overhead.py --proxy-core 0
+	$(PY) tests/bench/ray_scaling.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache .benchmarks

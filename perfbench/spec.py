@@ -51,6 +51,10 @@ class Plan:
     seed: int = 0
     load: Load | None = None
     workers: int = 1  # processes sharing the load (perfbench.engine.fleet); 1 = this process
+    # The workers as Ray actors (perfbench.engine.cluster): "local" (a Ray instance started
+    # for the run), "auto" (the cluster this machine is in) or a cluster's address; None: as
+    # processes of this machine.
+    ray: str | None = None
     # Closed loop: seconds over which the task slots of a pass start, evenly; None = auto
     # (ramp_seconds). All at once, the slots' tasks finish together and restart together for
     # the whole pass: each wave of completions queues in the client and is timed late.

@@ -108,6 +108,12 @@ PASSES = (
           "number, or auto (one per 128 in flight or 1,000 tasks/s, at most one per core; in "
           "a sweep, chosen per level). Raise it when a run warns that the client was the "
           "bottleneck."),
+    _flag("ray", None, str | None, "--ray", panel=_P,
+          help="Run the workers as Ray actors, one CPU each, spread over a cluster: local (a "
+          "Ray instance started for the run, on 127.0.0.1), auto (the cluster this machine "
+          "is in: RAY_ADDRESS or a `ray start` head) or the head's address (host:port). "
+          "--workers says how many. Needs the extra: pip install 'perfbench-llm[ray]'. "
+          "docs/distributed.md."),
     _flag("ramp_up", "auto", str, panel=_P,
           help="Closed loop: seconds over which the concurrency's task slots start, evenly. "
           "auto: one slot per ms per worker process (0.256 s for -c 256 in one process), so "
@@ -217,6 +223,7 @@ def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Pla
         seed=flags["seed"],
         load=load,
         ramp_up=ramp(flags["ramp_up"]),
+        ray=flags["ray"],
     )
     return replace(made, workers=workers(flags["workers"], made))
 

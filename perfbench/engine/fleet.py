@@ -28,6 +28,7 @@ The messages are in ``messages``; the worker's side is ``worker``.
 
 from __future__ import annotations
 
+import hmac
 import subprocess
 import sys
 import tempfile
@@ -38,12 +39,13 @@ from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 import orjson
 
+from perfbench.engine.cluster import Actor, Cluster
 from perfbench.engine.messages import (
     Channel,
     Done,
@@ -82,14 +84,22 @@ START_TIMEOUT_S = 60.0
 @dataclass
 class _Worker:
     index: int
-    process: anyio.abc.Process
+    process: anyio.abc.Process | Actor  # a Ray actor (--ray) has a process's face
     channel: Channel | None = None
     stderr: deque[bytes] = field(default_factory=lambda: deque(maxlen=64))
     done: Done | None = None
+    lost: bool = False  # an actor that died (--ray): the run goes on without it, interrupted
 
     def tail(self) -> str:
+        if isinstance(self.process, Actor):
+            return self.process.error or "no error from Ray (see the actor's log)"
         text = b"".join(self.stderr).decode(errors="replace").strip()
         return text[-1500:] or "no output"
+
+    def exited(self) -> bool:
+        process = self.process
+        code = process.poll() if isinstance(process, Actor) else process.returncode
+        return code is not None
 
 
 class Fleet:
@@ -124,6 +134,9 @@ class Fleet:
         # the AIMD controller.
         self._decode = recorder.watched or self.aimd is not None
         self._in_flight: dict[int, int] = {}  # worker → its latest sample's concurrency
+        self.cluster = Cluster(self.plan.ray) if self.plan.ray is not None else None
+        self.lost: str | None = None  # why the run was interrupted: an actor died (--ray)
+        self.nodes: list[str] = []  # where each actor ran (--ray), for meta.json
 
     def stop(self) -> None:
         self._stopped = True
@@ -138,12 +151,11 @@ class Fleet:
         origin = time.monotonic() - self.resume.clock_offset
         count = self.plan.workers
         with tempfile.TemporaryDirectory(prefix="perfbench-") as tmp:
-            path = str(Path(tmp) / "fleet.sock")
-            listener = await anyio.create_unix_listener(path)
             async with AsyncExitStack() as stack:
+                listener, address = await self._listen_at(Path(tmp) / "fleet.sock", stack)
                 stack.push_async_callback(self._reap)
                 await stack.enter_async_context(listener)
-                self._workers = [await self._spawn(path, i) for i in range(count)]
+                self._workers = [await self._spawn(address, i) for i in range(count)]
                 async with anyio.create_task_group() as tg:
                     for w in self._workers:
                         tg.start_soon(self._drain_stderr, w)
@@ -196,10 +208,28 @@ class Fleet:
             self.pricer,
             self.price_ref,
             self.resume,
-            self.target.server_url,
+            # An actor of a cluster may be on another node: it starts its own mock (mock+http)
+            # where it is. A local Ray instance's actors share the parent's, as processes do.
+            self.target.server_url if self.cluster is None or self.cluster.local else None,
         )
 
+    async def _listen_at(
+        self, path: Path, stack: AsyncExitStack
+    ) -> tuple[anyio.abc.SocketListener, str]:
+        """Where the workers connect: a Unix socket in a private folder, or for Ray actors
+        (which may run on other nodes) a TCP port on the address the cluster reaches."""
+        if self.cluster is None:
+            return await anyio.create_unix_listener(path), str(path)
+        self.cluster.join(max(2, self.plan.workers))
+        stack.callback(self.cluster.leave)
+        tcp = await anyio.create_tcp_listener(local_host=self.cluster.host)
+        listener = cast(anyio.abc.SocketListener, tcp.listeners[0])  # one address: one socket
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        return listener, f"tcp:{self.cluster.host}:{port}"
+
     async def _spawn(self, path: str, index: int) -> _Worker:
+        if self.cluster is not None:
+            return _Worker(index, self.cluster.spawn(path, index))
         cmd = [sys.executable, "-m", "perfbench.engine.worker", path, str(index)]
         process = await anyio.open_process(
             cmd,
@@ -211,7 +241,8 @@ class Fleet:
         return _Worker(index, process)
 
     async def _drain_stderr(self, w: _Worker) -> None:
-        assert w.process.stderr is not None
+        if w.process.stderr is None:  # an actor: Ray keeps its log
+            return
         async for chunk in w.process.stderr:
             w.stderr.append(chunk)
 
@@ -221,6 +252,8 @@ class Fleet:
         with anyio.move_on_after(START_TIMEOUT_S) as scope:
             while waiting:
                 channel = Channel(await self._accept_or_exit(listener))
+                if self.cluster is not None and not await self._proven(channel):
+                    continue
                 hello = await channel.receive()
                 assert isinstance(hello, Hello)
                 w = self._workers[hello.index]
@@ -230,6 +263,19 @@ class Fleet:
             raise WorkerError(
                 f"worker(s) {sorted(waiting)} did not start within {START_TIMEOUT_S:g} s"
             )
+
+    async def _proven(self, channel: Channel) -> bool:
+        """A TCP connection is an actor's only if its first bytes are the run's token; any
+        other is closed unread (frames are pickles)."""
+        assert self.cluster is not None
+        got = b""
+        with anyio.move_on_after(5):
+            with suppress(anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+                got = await channel.reader.receive_exactly(len(self.cluster.token))
+        if hmac.compare_digest(got, self.cluster.token):
+            return True
+        await channel.aclose()
+        return False
 
     async def _accept_or_exit(self, listener: anyio.abc.SocketListener) -> Any:
         """The next connection; a worker that exits before connecting fails the run at once."""
@@ -243,7 +289,7 @@ class Fleet:
             async def watch() -> None:
                 while True:
                     for w in self._workers:
-                        if w.channel is None and w.process.returncode is not None:
+                        if w.channel is None and w.exited():
                             await anyio.sleep(0.1)  # let its stderr drain
                             raise WorkerError(
                                 f"worker {w.index} exited ({w.process.returncode}) before it "
@@ -268,6 +314,8 @@ class Fleet:
             try:
                 message = await self._channel(w).receive()
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.BrokenResourceError):
+                if self.cluster is not None:  # an actor lost: the run stops, resumable
+                    return await self._lose(w)
                 raise await self._died(w) from None
             match message:
                 case Samples(lines, count):
@@ -287,6 +335,17 @@ class Fleet:
                     raise WorkerError(f"worker {w.index}: {why}")
                 case Ready():
                     pass
+
+    async def _lose(self, w: _Worker) -> None:
+        """An actor died (its node lost, or killed): its finished samples are recorded; the
+        others stop, and the run ends ``interrupted``, to be resumed."""
+        with anyio.move_on_after(10):
+            await w.process.wait()
+        w.lost = True
+        if self.lost is None:
+            self.lost = f"worker {w.index} (a Ray actor) was lost: {w.tail()}"
+        self.stop()
+        self._tell()
 
     def _tell(self) -> None:
         if self._arrived is not None:
@@ -343,6 +402,8 @@ class Fleet:
                     self.on_pass(phase, index, count)
             start = time.monotonic() + 0.01  # every worker gets its go before this moment
             for w in self._workers:
+                if w.lost:
+                    continue
                 try:
                     await self._channel(w).send(Go(phase, index, start))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -355,10 +416,22 @@ class Fleet:
             self.recorder.pass_finished(phase, index)
 
     def _reported(self, key: tuple[str, int]) -> bool:
-        return len(self._reports.get(key, ())) >= len(self._workers)
+        live = sum(not w.lost for w in self._workers)
+        return len(self._reports.get(key, ())) >= live
 
     async def _finish(self) -> None:
-        await self._wait(lambda: all(w.done is not None for w in self._workers))
+        await self._wait(lambda: all(w.done is not None or w.lost for w in self._workers))
+        if self.cluster is not None:
+            self.nodes = [await self._where(w) for w in self._workers]
+
+    async def _where(self, w: _Worker) -> str:
+        assert isinstance(w.process, Actor)
+        if w.lost:
+            return "lost"
+        try:
+            return await anyio.to_thread.run_sync(w.process.where)
+        except Exception:  # an actor that died after its last report
+            return "unknown"
 
     async def _wait(self, ready: Callable[[], bool]) -> None:
         while not ready():

@@ -64,7 +64,7 @@ class Session:
         self.spec, self.plan = spec, spec.plan
         self.observer = observer or RunObserver()
         self.suite = suite if suite is not None else spec.load_suite()
-        if target is not None and spec.plan.workers > 1:
+        if target is not None and (spec.plan.workers > 1 or spec.plan.ray is not None):
             raise PerfbenchError(
                 "worker processes build their target from the spec's target string: give "
                 "the target as a string (TargetSpec), or run in one process (workers=1)"
@@ -96,7 +96,7 @@ class Session:
 
     def _engine(self, clock: Clock) -> Runner | Fleet:
         on_pass = self.observer.pass_started if wants(self.observer, "pass_started") else None
-        if self.plan.workers > 1:
+        if self.plan.workers > 1 or self.plan.ray is not None:
             return Fleet(
                 self.spec,
                 self.suite,
@@ -186,6 +186,10 @@ class Session:
                     "converged_limit": aimd.converged(),
                 }
             meta["status"] = status
+            if isinstance(self.engine, Fleet):
+                self.stopped_by = self.stopped_by or self.engine.lost
+                if self.engine.nodes:
+                    meta["nodes"] = self.engine.nodes  # where each Ray actor ran
             if status == "interrupted" and self.stopped_by:
                 meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")

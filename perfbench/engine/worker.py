@@ -14,6 +14,7 @@ import sys
 from contextlib import AsyncExitStack
 
 import anyio
+import anyio.abc
 import orjson
 
 from perfbench import host
@@ -145,8 +146,16 @@ class _Link:
         return self._go.pop((phase, index), None)
 
 
-async def _serve(path: str, index: int) -> None:
-    channel = Channel(await anyio.connect_unix(path))
+async def _serve(address: str, index: int, token: bytes = b"") -> None:
+    """Connect to the parent at ``address`` (a Unix socket's path, or ``tcp:HOST:PORT`` for
+    a Ray actor, which first sends its ``token``) and work until told to stop."""
+    if address.startswith("tcp:"):
+        host, _, port = address.removeprefix("tcp:").rpartition(":")
+        stream: anyio.abc.SocketStream = await anyio.connect_tcp(host, int(port))
+        await stream.send(token)
+    else:
+        stream = await anyio.connect_unix(address)
+    channel = Channel(stream)
     link = _Link(channel)
     await channel.send(Hello(index))
     start: Start = await channel.receive()
@@ -200,6 +209,12 @@ async def _work(start: Start, link: _Link) -> None:
         link.post(Done(summarizer.warmup_tasks, monitor.lag, client["cpu_s"], client["wall_s"]))
         await link.flush()
         tg.cancel_scope.cancel()
+
+
+def serve(address: str, index: int, token: bytes) -> None:
+    """A worker in a process that is not its own (a Ray actor): no signal or stream of the
+    host process is touched."""
+    anyio.run(_serve, address, index, token, backend_options=host.loop_options())
 
 
 def main(argv: list[str]) -> None:

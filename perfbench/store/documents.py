@@ -42,4 +42,5 @@ class Meta(TypedDict, total=False):
     host: dict[str, Any]
     headline: dict[str, Any] | None  # tasks, ok, p50, p95 (list and show read it)
     error: str  # why a failed run failed
-    stopped_by: str  # what interrupted it: SIGINT (Ctrl-C), SIGTERM
+    stopped_by: str  # what interrupted it: SIGINT (Ctrl-C), SIGTERM, a Ray actor lost
+    nodes: list[str]  # --ray: where each worker's actor ran (host:node id)

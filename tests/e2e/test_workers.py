@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -88,15 +89,17 @@ def test_open_loop_schedules_interleave_into_the_single_process_schedule(tmp_pat
     one_dir, proc = _run(tmp_path / "one", *args, "--warmup", "0", "--workers", "1")
     assert proc.returncode == 0, proc.stderr
 
-    def offsets(path: Path) -> list[float]:
-        scheduled = sorted(s.scheduled or 0.0 for s in store.read_samples(path))
-        return [round(t - scheduled[0], 6) for t in scheduled]
-
     two, one = offsets(run_dir), offsets(one_dir)
     assert len(two) == len(one) == 200
     assert two == pytest.approx(one, abs=1e-4)  # the same arrivals, shared between processes
     keys = Counter(s.key for s in store.read_samples(run_dir))
     assert set(keys.values()) == {1}
+
+
+def offsets(path: Path) -> list[float]:
+    """A run's arrivals, from its first: an open-loop schedule, comparable across runs."""
+    scheduled = sorted(s.scheduled or 0.0 for s in store.read_samples(path))
+    return [round(t - scheduled[0], 6) for t in scheduled]
 
 
 def test_workers_share_the_parents_mock_server(tmp_path: Path) -> None:
@@ -120,12 +123,20 @@ rate_limits: {requests_per_minute: 1200, burst_s: 1}
 """
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_adaptive_load_over_workers_follows_one_limit(tmp_path: Path, workers: str) -> None:
+NO_RAY = pytest.mark.skipif(find_spec("ray") is None, reason="the ray extra is not installed")
+
+
+@pytest.mark.parametrize(
+    ("workers", "extra"),
+    [("1", ()), ("2", ()), pytest.param("2", ("--ray", "local"), marks=NO_RAY, id="2-ray")],
+)
+def test_adaptive_load_over_workers_follows_one_limit(
+    tmp_path: Path, workers: str, extra: tuple[str, ...]
+) -> None:
     """Against 1,200 requests per minute (20/s), two workers under one AIMD controller settle
-    near 20/s as one process does, rather than each finding its own limit. (With one process
-    this once failed through the CLI: the client kept one connection for -c 1, so requests
-    queued in the pool and never reached the limit.)"""
+    near 20/s as one process does, rather than each finding its own limit; as Ray actors
+    (--ray local) too. (With one process this once failed through the CLI: the client kept
+    one connection for -c 1, so requests queued in the pool and never reached the limit.)"""
     profile = tmp_path / "rpm.yaml"
     profile.write_text(RPM)
     suite = tmp_path / "s.yaml"
@@ -133,7 +144,7 @@ def test_adaptive_load_over_workers_follows_one_limit(tmp_path: Path, workers: s
     out = tmp_path / "runs"
     args = ["run", str(suite), "-t", f"mock+http:{profile}", "--adaptive", "--workers", workers]
     args += ["--max-concurrency", "64", "--repeat", "240", "--runs", "1", "--warmup", "0"]
-    proc = cli(*args, "--out", str(out), "-q")
+    proc = cli(*args, *extra, "--out", str(out), "-q", timeout=180)
     assert proc.returncode == 0, proc.stderr
     [run_dir] = list(out.iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -295,3 +306,14 @@ def test_the_live_count_in_flight_covers_every_worker(tmp_path: Path) -> None:
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     ticks = [e["concurrency"] for e in events if e["event"] == "progress"][:-1]  # not the end's
     assert ticks and max(ticks) > 4
+
+
+def test_ray_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
+    fake = tmp_path / "site" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    env = {**os.environ, "PYTHONPATH": str(fake.parent)}
+    proc = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--ray", "local",
+               "--out", str(tmp_path / "runs"), "-q", env=env)  # fmt: skip
+    assert proc.returncode != 0 and "pip install 'perfbench-llm[ray]'" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

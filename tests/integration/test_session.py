@@ -42,6 +42,7 @@ async def test_session_writes_a_complete_run_directory(
         "seed": 0,
         "load": None,
         "workers": 1,
+        "ray": None,
         "ramp_up": 0.0,
     }
     assert meta["load"] == {"shape": "fixed", "concurrency": 4, "ramp_up_s": 0.0}
