@@ -113,7 +113,8 @@ class Actor:
 
     async def wait(self) -> int:
         if self.returncode is None:
-            await anyio.to_thread.run_sync(self._ray.wait, [self._done])
+            # Ray's wait cannot be cancelled: at the run's end its thread is left to finish.
+            await anyio.to_thread.run_sync(self._ray.wait, [self._done], abandon_on_cancel=True)
             self._settle()
         assert self.returncode is not None
         return self.returncode

@@ -134,6 +134,9 @@ class Fleet:
         # the AIMD controller.
         self._decode = recorder.watched or self.aimd is not None
         self._in_flight: dict[int, int] = {}  # worker → its latest sample's concurrency
+        # Per pass, how late each worker's first task started after it was due: the spread
+        # is how far from together the passes started (client_summary's start_skew_s).
+        self._late: dict[tuple[str, int], list[float]] = {}
         self.cluster = Cluster(self.plan.ray) if self.plan.ray is not None else None
         self.lost: str | None = None  # why the run was interrupted: an actor died (--ray)
         self.nodes: list[str] = []  # where each actor ran (--ray), for meta.json
@@ -164,6 +167,8 @@ class Fleet:
                         await self._channel(w).send(self._start(w.index, count, origin))
                     for w in self._workers:
                         tg.start_soon(self._listen, w)
+                        if self.cluster is not None:
+                            tg.start_soon(self._watch, w)
                     tg.start_soon(self._relay_stop)
                     if self.aimd is not None:
                         tg.start_soon(self._relay_limits)
@@ -190,6 +195,8 @@ class Fleet:
         for d in done:
             lag.merge(d.lag)
             shares.append(d.cpu_s / d.wall_s if d.wall_s > 0 else 0.0)
+        lates = [late for each in self._late.values() for late in each]
+        skews = [max(each) - min(each) for each in self._late.values() if len(each) > 1]
         return {
             "loop_lag": lag.summary(),
             "cpu_s": sum(d.cpu_s for d in done),
@@ -197,6 +204,10 @@ class Fleet:
             "cpu_share": max(shares),
             "workers": len(done),
             "worker_cpu_shares": shares,
+            # The largest spread, over the passes, of the workers' first-task lateness, and
+            # the latest first task: how together the passes started (seconds).
+            "start_skew_s": max(skews) if skews else None,
+            "start_late_s": max(lates) if lates else None,
         }
 
     def _start(self, index: int, count: int, origin: float) -> Start:
@@ -323,8 +334,10 @@ class Fleet:
                 case Refused(at, retry_after) if self.aimd is not None:
                     self.aimd.refused(at, retry_after)
                     self._limits_may_change()
-                case PassDone(phase, run, scopes):
+                case PassDone(phase, run, scopes, late):
                     self._reports.setdefault((phase, run), []).append(scopes)
+                    if late is not None:
+                        self._late.setdefault((phase, run), []).append(late)
                     self._tell()
                 case Done(warmup_tasks):
                     w.done = message
@@ -336,12 +349,20 @@ class Fleet:
                 case Ready():
                     pass
 
+    async def _watch(self, w: _Worker) -> None:
+        """An actor whose node is lost may leave its link open (no connection reset ever
+        comes): Ray's own verdict on the actor ends it then, so nothing waits on it."""
+        if await w.process.wait() != 0 and w.done is None:
+            await self._lose(w)
+
     async def _lose(self, w: _Worker) -> None:
         """An actor died (its node lost, or killed): its finished samples are recorded; the
         others stop, and the run ends ``interrupted``, to be resumed."""
+        if w.lost:
+            return
+        w.lost = True
         with anyio.move_on_after(10):
             await w.process.wait()
-        w.lost = True
         if self.lost is None:
             self.lost = f"worker {w.index} (a Ray actor) was lost: {w.tail()}"
         self.stop()

@@ -70,6 +70,9 @@ class PassDone:
     phase: Phase
     run: int
     scopes: RunScopes | None
+    # How late the worker's first task of the pass started after it was due (seconds; None:
+    # it ran none): the parent's start skew between workers.
+    late: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

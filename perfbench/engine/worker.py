@@ -53,6 +53,10 @@ class _LineSink:
         self.link = link
 
     def write(self, sample: Sample) -> None:
+        first = self.link.first
+        key = (sample.phase, sample.run)
+        if key not in first or sample.start < first[key].start:
+            first[key] = sample
         self.link.lines.append(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
         if len(self.link.lines) >= FLUSH_LINES:
             self.link.wake()
@@ -67,13 +71,24 @@ class _LineSink:
 class _WorkerRecorder(Recorder):
     """At a pass's end: hand the pass's statistics to the parent instead of closing them."""
 
-    def __init__(self, link: _Link, summarizer: Summarizer, price: Price) -> None:
+    def __init__(self, link: _Link, summarizer: Summarizer, price: Price, origin: float) -> None:
         super().__init__(summarizer, writer=_LineSink(link), price=price)
-        self.link = link
+        self.link, self.origin = link, origin
 
     def pass_finished(self, phase: Phase, run: int) -> None:
         scopes = self.summarizer.take_run(run) if phase == "measured" else None
-        self.link.post(PassDone(phase, run, scopes))
+        self.link.post(PassDone(phase, run, scopes, self._late(phase, run)))
+
+    def _late(self, phase: Phase, run: int) -> float | None:
+        """Its first task's start after its due time: the open loop's schedule, else the
+        pass's go (the parent's clock, shared: a run's times count from ``origin``)."""
+        first = self.link.first.pop((phase, run), None)
+        go = self.link.began.get((phase, run))
+        if first is None:
+            return None
+        if first.scheduled is not None:
+            return first.start - first.scheduled
+        return None if go is None else first.start - (go - self.origin)
 
 
 class _Link:
@@ -86,6 +101,8 @@ class _Link:
         self.outbox: list[FromWorker] = []
         self._wake = anyio.Event()
         self._go: dict[tuple[str, int], float] = {}
+        self.began: dict[tuple[str, int], float] = {}  # each pass's go (its start time)
+        self.first: dict[tuple[str, int], Sample] = {}  # each pass's earliest task here
         self._go_event = anyio.Event()
         self._flushing = anyio.Lock()
         self.stopped = False
@@ -143,7 +160,10 @@ class _Link:
         while (phase, index) not in self._go and not self.stopped:
             self._go_event = anyio.Event()
             await self._go_event.wait()
-        return self._go.pop((phase, index), None)
+        start = self._go.pop((phase, index), None)
+        if start is not None:
+            self.began[(phase, index)] = start
+        return start
 
 
 async def _serve(address: str, index: int, token: bytes = b"") -> None:
@@ -181,7 +201,7 @@ async def _work(start: Start, link: _Link) -> None:
     def priced(sample: Sample) -> float | None:
         return price(start.pricer, start.price_ref, simulated, sample)
 
-    recorder = _WorkerRecorder(link, summarizer, priced)
+    recorder = _WorkerRecorder(link, summarizer, priced, start.origin)
     runner = Runner(
         suite,
         target,

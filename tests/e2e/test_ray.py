@@ -52,8 +52,11 @@ def test_two_actors_split_the_load_and_the_summary_equals_the_samples(tmp_path: 
     summary = json.loads((run_dir / "summary.json").read_text())
     suite = load_suite([CASES])
     recomputed = summarize(samples, {c.id: c.timeout_s for c in suite.cases})
-    summary.pop("client")
+    client = summary.pop("client")
     assert summary == json.loads(json.dumps(recomputed))  # merged losslessly
+    # The passes began together: every actor's first task within 0.5 s of the other's.
+    assert client["start_skew_s"] is not None and 0 <= client["start_skew_s"] < 0.5
+    assert client["start_late_s"] is not None and client["start_late_s"] < 1.0
     meta = _meta(run_dir)
     assert meta["status"] == "completed" and meta["plan"]["ray"] == "local"
     assert len(meta["nodes"]) == 2  # where each actor ran
