@@ -59,3 +59,20 @@ def loop_options() -> dict[str, Any]:
     except ImportError:
         return {}
     return {"use_uvloop": True}
+
+
+def boot_id() -> str:
+    """This boot of this machine's kernel (Linux; "" elsewhere): processes that report the
+    same one share CLOCK_MONOTONIC, so their times compare without an offset."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def clock_offset(pings: list[tuple[float, float, float]]) -> float:
+    """Another host's monotonic clock minus ours, from round trips (sent, its clock, back):
+    the one that came back soonest bounds the error best (half its round trip, NTP's
+    estimate)."""
+    sent, theirs, back = min(pings, key=lambda p: p[2] - p[0])
+    return theirs - (sent + back) / 2

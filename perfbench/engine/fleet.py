@@ -45,6 +45,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from perfbench import host
 from perfbench.engine.cluster import Actor, Cluster
 from perfbench.engine.messages import (
     Channel,
@@ -54,6 +55,8 @@ from perfbench.engine.messages import (
     Hello,
     Limit,
     PassDone,
+    Ping,
+    Pong,
     Ready,
     Refused,
     Samples,
@@ -76,6 +79,7 @@ from perfbench.suite import Suite
 from perfbench.targets import Target
 
 START_TIMEOUT_S = 60.0
+PINGS = 5  # round trips to a worker on another host, the shortest giving its clock offset
 
 
 # ---------------------------------------------------------------------------- parent side
@@ -88,6 +92,7 @@ class _Worker:
     channel: Channel | None = None
     stderr: deque[bytes] = field(default_factory=lambda: deque(maxlen=64))
     done: Done | None = None
+    offset: float = 0.0  # its host's monotonic clock minus ours
     lost: bool = False  # an actor that died (--ray): the run goes on without it, interrupted
 
     def tail(self) -> str:
@@ -164,7 +169,7 @@ class Fleet:
                         tg.start_soon(self._drain_stderr, w)
                     await self._connect(listener)
                     for w in self._workers:
-                        await self._channel(w).send(self._start(w.index, count, origin))
+                        await self._channel(w).send(self._start(w, count, origin))
                     for w in self._workers:
                         tg.start_soon(self._listen, w)
                         if self.cluster is not None:
@@ -208,13 +213,15 @@ class Fleet:
             # the latest first task: how together the passes started (seconds).
             "start_skew_s": max(skews) if skews else None,
             "start_late_s": max(lates) if lates else None,
+            # Each worker's monotonic clock minus the parent's (0: the same host's clock).
+            "clock_offsets_s": [w.offset for w in self._workers],
         }
 
-    def _start(self, index: int, count: int, origin: float) -> Start:
+    def _start(self, w: _Worker, count: int, origin: float) -> Start:
         return Start(
             self.spec,
             self.suite,
-            Share(index, count),
+            Share(w.index, count),
             origin,
             self.pricer,
             self.price_ref,
@@ -222,6 +229,7 @@ class Fleet:
             # An actor of a cluster may be on another node: it starts its own mock (mock+http)
             # where it is. A local Ray instance's actors share the parent's, as processes do.
             self.target.server_url if self.cluster is None or self.cluster.local else None,
+            w.offset,
         )
 
     async def _listen_at(
@@ -269,11 +277,25 @@ class Fleet:
                 assert isinstance(hello, Hello)
                 w = self._workers[hello.index]
                 w.channel = channel
+                w.offset = await self._offset(channel, hello)
                 waiting.discard(w.index)
         if scope.cancelled_caught:
             raise WorkerError(
                 f"worker(s) {sorted(waiting)} did not start within {START_TIMEOUT_S:g} s"
             )
+
+    async def _offset(self, channel: Channel, hello: Hello) -> float:
+        """The worker's monotonic clock minus ours: 0 on this host (one clock); measured by
+        round trips on another (its error at most half the shortest of them)."""
+        if hello.boot and hello.boot == host.boot_id():
+            return 0.0
+        pings = []
+        for _ in range(PINGS):
+            await channel.send(Ping(time.monotonic()))
+            pong = await channel.receive()
+            assert isinstance(pong, Pong)
+            pings.append((pong.sent, pong.clock, time.monotonic()))
+        return host.clock_offset(pings)
 
     async def _proven(self, channel: Channel) -> bool:
         """A TCP connection is an actor's only if its first bytes are the run's token; any

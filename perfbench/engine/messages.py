@@ -39,6 +39,17 @@ class Hello:
     """The first frame on a new connection: which worker this is."""
 
     index: int
+    # The worker's host's boot (host.boot_id): the same as the parent's, one monotonic clock;
+    # else the parent measures the offset between them (Ping, Pong).
+    boot: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    """The answer to a Ping: the worker's monotonic clock when it answered."""
+
+    sent: float
+    clock: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +115,19 @@ class Start:
     spec: RunSpec
     suite: Suite
     share: Share
-    origin: float  # the run's t0 on the monotonic clock that every process shares
+    origin: float  # the run's t0 on the parent's monotonic clock (a worker adds ``offset``)
     pricer: Pricer
     price_ref: str | None
     resume: Resume
     server_url: str | None  # mock+http: the parent's server, instead of starting another
+    offset: float = 0.0  # the worker's monotonic clock minus the parent's (0: one host)
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """Before Start, to a worker on another host: answer with your clock (a Pong)."""
+
+    sent: float  # the parent's monotonic clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +152,8 @@ class Stop:
     """Stop now: tasks in flight are cancelled and recorded as such."""
 
 
-FromWorker = Hello | Ready | Samples | Refused | PassDone | Done | Failed
-ToWorker = Start | Go | Limit | Stop
+FromWorker = Hello | Pong | Ready | Samples | Refused | PassDone | Done | Failed
+ToWorker = Ping | Start | Go | Limit | Stop
 
 
 class Channel:

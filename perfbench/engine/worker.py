@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from contextlib import AsyncExitStack
 
 import anyio
@@ -27,6 +28,8 @@ from perfbench.engine.messages import (
     Hello,
     Limit,
     PassDone,
+    Ping,
+    Pong,
     Ready,
     Refused,
     Samples,
@@ -102,6 +105,7 @@ class _Link:
         self._wake = anyio.Event()
         self._go: dict[tuple[str, int], float] = {}
         self.began: dict[tuple[str, int], float] = {}  # each pass's go (its start time)
+        self.offset = 0.0  # this host's monotonic clock minus the parent's
         self.first: dict[tuple[str, int], Sample] = {}  # each pass's earliest task here
         self._go_event = anyio.Event()
         self._flushing = anyio.Lock()
@@ -145,7 +149,7 @@ class _Link:
                 message = Stop()  # the parent is gone: stop, keep nothing running
             match message:
                 case Go(phase, run, start):
-                    self._go[(phase, run)] = start
+                    self._go[(phase, run)] = start + self.offset  # on this host's clock
                     self._go_event.set()
                 case Limit(share, hold_until):
                     runner.set_limit(share, hold_until)
@@ -170,15 +174,16 @@ async def _serve(address: str, index: int, token: bytes = b"") -> None:
     """Connect to the parent at ``address`` (a Unix socket's path, or ``tcp:HOST:PORT`` for
     a Ray actor, which first sends its ``token``) and work until told to stop."""
     if address.startswith("tcp:"):
-        host, _, port = address.removeprefix("tcp:").rpartition(":")
-        stream: anyio.abc.SocketStream = await anyio.connect_tcp(host, int(port))
+        where, _, port = address.removeprefix("tcp:").rpartition(":")
+        stream: anyio.abc.SocketStream = await anyio.connect_tcp(where, int(port))
         await stream.send(token)
     else:
         stream = await anyio.connect_unix(address)
     channel = Channel(stream)
     link = _Link(channel)
-    await channel.send(Hello(index))
-    start: Start = await channel.receive()
+    await channel.send(Hello(index, host.boot_id()))
+    start = await _started(channel)
+    link.offset = start.offset
     try:
         await _work(start, link)
     except Exception as exc:  # perfbench's own failure in the worker: the parent reports it
@@ -187,6 +192,16 @@ async def _serve(address: str, index: int, token: bytes = b"") -> None:
         raise
     finally:
         await channel.aclose()
+
+
+async def _started(channel: Channel) -> Start:
+    """The Start, after answering the parent's clock pings (a worker on another host)."""
+    while True:
+        message = await channel.receive()
+        if isinstance(message, Start):
+            return message
+        if isinstance(message, Ping):
+            await channel.send(Pong(message.sent, time.monotonic()))
 
 
 async def _work(start: Start, link: _Link) -> None:
@@ -201,7 +216,8 @@ async def _work(start: Start, link: _Link) -> None:
     def priced(sample: Sample) -> float | None:
         return price(start.pricer, start.price_ref, simulated, sample)
 
-    recorder = _WorkerRecorder(link, summarizer, priced, start.origin)
+    origin = start.origin + start.offset  # the run's t0 on this host's clock
+    recorder = _WorkerRecorder(link, summarizer, priced, origin)
     runner = Runner(
         suite,
         target,
@@ -209,7 +225,7 @@ async def _work(start: Start, link: _Link) -> None:
         recorder,
         resume=start.resume,
         share=share,
-        origin=start.origin,
+        origin=origin,
         go=link.go,
         follower=isinstance(plan.load, Adaptive),  # the parent's controller sets the limit
         refusals=lambda at, retry_after: link.post(Refused(at, retry_after)),

@@ -57,6 +57,7 @@ def test_two_actors_split_the_load_and_the_summary_equals_the_samples(tmp_path: 
     # The passes began together: every actor's first task within 0.5 s of the other's.
     assert client["start_skew_s"] is not None and 0 <= client["start_skew_s"] < 0.5
     assert client["start_late_s"] is not None and client["start_late_s"] < 1.0
+    assert client["clock_offsets_s"] == [0.0, 0.0]  # one host, one clock: nothing corrected
     meta = _meta(run_dir)
     assert meta["status"] == "completed" and meta["plan"]["ray"] == "local"
     assert len(meta["nodes"]) == 2  # where each actor ran
