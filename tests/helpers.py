@@ -176,3 +176,10 @@ def covered(sample: dict[str, Any]) -> float:
         union += max(0.0, stop - max(start, end))
         end = max(end, stop)
     return union + sum(st["duration"] for st in sample["steps"] if st["kind"] == "agent")
+
+
+def run_samples(out: Path) -> list[dict[str, Any]]:
+    """The samples of the one run under ``out``, as the JSON lines of its samples.jsonl."""
+    (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    return [orjson.loads(line) for line in lines]

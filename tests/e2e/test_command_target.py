@@ -7,7 +7,6 @@ with no process left behind. All on loopback, bounded in tasks and time."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,15 @@ from typing import Any
 import pytest
 
 from perfbench.export import load_run
-from tests.helpers import CASES, cli, covered, mock_model_calls, mock_process, write_suite
+from tests.helpers import (
+    CASES,
+    cli,
+    covered,
+    mock_model_calls,
+    mock_process,
+    write_suite,
+)
+from tests.helpers import run_samples as samples
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 
@@ -30,12 +37,6 @@ def mock_url() -> Iterator[str]:
 
 def agent(name: str) -> str:
     return f"cmd:{sys.executable} {AGENTS / name}"
-
-
-def samples(out: Path) -> list[dict[str, Any]]:
-    (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
-    lines = (run_dir / "samples.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
 
 
 def run(out: Path, target: str, *args: str, cases: Path = CASES / "answer.yaml") -> Any:

@@ -8,7 +8,6 @@ Loopback only, bounded in tasks and time."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CASES, cli, covered, mock_model_calls, mock_process, served, write_suite
+from tests.helpers import (
+    CASES,
+    cli,
+    covered,
+    mock_model_calls,
+    mock_process,
+    served,
+    write_suite,
+)
+from tests.helpers import run_samples as samples
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 ENV = {**os.environ, "PYTHONPATH": str(AGENTS)}
@@ -27,12 +35,6 @@ ENV = {**os.environ, "PYTHONPATH": str(AGENTS)}
 def mock_url() -> Iterator[str]:
     with mock_process("default") as url:
         yield url
-
-
-def samples(out: Path) -> list[dict[str, Any]]:
-    (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
-    lines = (run_dir / "samples.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
 
 
 def run(out: Path, target: str, *args: str, cases: Path = CASES / "answer.yaml") -> Any:
