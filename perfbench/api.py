@@ -33,8 +33,15 @@ from perfbench.spec import RunSpec, SweepSpec
 from perfbench.stats import planning
 from perfbench.store import sweeps
 
-__all__ = ["RunResult", "SweepResult", "extend", "more_runs", "rerun", "resume",
+__all__ = ["RunResult", "SweepResult", "check", "extend", "more_runs", "rerun", "resume",
            "resume_sweep", "run", "sweep"]  # fmt: skip
+
+
+def check(spec: RunSpec) -> None:
+    """Raise what a run of ``spec`` would refuse before its first task (its cases, its target,
+    a suite the target cannot run), without running anything: ``run -t A -t B`` checks every
+    target before the first one's run, not after it."""
+    spec.build_target().check(spec.load_suite())
 
 
 def run(

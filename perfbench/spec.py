@@ -268,7 +268,9 @@ class SweepSpec:
             plan = replace(base, load=Rate(per_second=level))
         else:
             plan = replace(base, concurrency=int(level), load=None)
-        count = (self.plan.workers or auto_workers(plan)) if workers else 1
+        # On a Ray cluster, auto stays 0: the run settles it from the cluster's CPUs.
+        cluster = plan.ray not in (None, "local")
+        count = (self.plan.workers or (0 if cluster else auto_workers(plan))) if workers else 1
         plan = replace(plan, workers=count)
         return RunSpec(self.cases, self.target, plan, self.label, self.prices, self.out,
                        slo=self.plan.objectives, server_metrics=self.server_metrics,

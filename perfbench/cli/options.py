@@ -106,8 +106,9 @@ PASSES = (
     _flag("workers", "auto", str, panel=_P,
           help="Processes sharing the load, each with its own event loop and clients: a "
           "number, or auto (one per 128 in flight or 1,000 tasks/s, at most one per core; in "
-          "a sweep, chosen per level). Raise it when a run warns that the client was the "
-          "bottleneck."),
+          "a sweep, chosen per level; with --ray on a cluster, at most one per CPU of the "
+          "cluster's, counted when the run joins it). Raise it when a run warns that the "
+          "client was the bottleneck."),
     _flag("ray", None, str | None, "--ray", panel=_P,
           help="Run the workers as Ray actors, one CPU each, spread over a cluster: local (a "
           "Ray instance started for the run, on 127.0.0.1), auto (the cluster this machine "
@@ -239,8 +240,10 @@ def runs(text: str) -> int:
 
 
 def workers(text: str, of: Plan) -> int:
+    """``--workers``; auto on a Ray cluster is 0, settled from the cluster's CPUs when the
+    run joins it (``engine.cluster.sized``): this machine's cores say nothing of it."""
     if text == "auto":
-        return auto_workers(of)
+        return 0 if of.ray not in (None, "local") else auto_workers(of)
     return _count(text, "--workers takes a positive number or auto")
 
 

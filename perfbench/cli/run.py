@@ -196,6 +196,8 @@ def run(
         extra = {"slo": objectives(slo), **server_options(flags)}
         sources = trace_cases(cases, flags, trace)
         specs = [run_spec(sources, flags, plan, t, **extra) for t in options.target_specs(flags)]
+        for later in specs[1:]:  # the first is checked as its run starts
+            api.check(later)
     codes, results = [], []
     for spec in specs:
 

@@ -75,7 +75,7 @@ def run_spec(
             "give case files or folders, --synthetic SPEC, or a --trace with input_length"
         )
     target = target if target is not None else options.target_spec(flags)
-    if target.record and plan.workers > 1:
+    if target.record and plan.workers != 1:
         raise typer.BadParameter("--record writes one file from one process: add --workers 1")
     return RunSpec.build(
         sources,

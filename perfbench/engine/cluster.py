@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
 
 from perfbench.errors import WorkerError
+from perfbench.spec import RunSpec, auto_workers
 
 TOKEN_BYTES = 32
 INSTALL = "pip install 'perfbench-llm[ray]'"
@@ -44,6 +45,7 @@ class Cluster:
     ``join``, left by ``leave``."""
 
     address: str  # local, auto, or host:port / ray://host:port
+    joined: bool = False
     started: bool = False  # this run started the Ray instance (local): it stops it
     host: str = "127.0.0.1"  # where the actors reach the parent
     token: bytes = field(default_factory=lambda: secrets.token_bytes(TOKEN_BYTES))
@@ -51,8 +53,11 @@ class Cluster:
     def join(self, cpus: int) -> None:
         """Connect (``local``: start a Ray instance of ``cpus`` CPUs on 127.0.0.1). It blocks
         for the seconds Ray takes to start, before the run's first pass, in the main thread
-        (Ray installs its signal handlers there)."""
+        (Ray installs its signal handlers there). Joined once: again, it does nothing."""
+        if self.joined:
+            return
         ray = _ray()
+        self.joined = True
         if ray.is_initialized():  # a caller's own Ray session (perfbench as a library)
             self.host = _node_ip(ray)
             return
@@ -60,6 +65,10 @@ class Cluster:
                  "logging_level": logging.ERROR}  # fmt: skip
         try:
             if self.address == "local":
+                # Ray's own servers listen on every interface, whatever the node address
+                # (2.60): its token authentication, on by default for a local instance since
+                # 2.59 (the extra's floor), keeps a stranger who reaches them from running
+                # code here. Not set from here: Ray reads RAY_AUTH_MODE when imported.
                 ray.init(address="local", num_cpus=cpus, _node_ip_address="127.0.0.1",
                          object_store_memory=LOCAL_STORE, **quiet)  # fmt: skip
                 self.started = True
@@ -67,6 +76,7 @@ class Cluster:
                 address = None if self.address == "auto" else self.address
                 ray.init(address=address or "auto", **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            self.joined = False
             raise WorkerError(f"--ray {self.address}: cannot join the cluster: {exc}") from None
         self.host = "127.0.0.1" if self.address == "local" else _node_ip(ray)
 
@@ -88,6 +98,19 @@ class Cluster:
         if self.started:
             _ray().shutdown()
             self.started = False
+            self.joined = False
+
+
+def sized(spec: RunSpec, cluster: Cluster) -> RunSpec:
+    """``--workers auto`` on a cluster (``Plan.workers`` 0, as the CLI leaves it): the cluster
+    is joined now, before anything is recorded, and the count is ``auto_workers``' with the
+    cluster's CPUs in place of this machine's cores, so the run directory holds the number the
+    run was made with (and ``--resume`` uses it again)."""
+    if spec.plan.workers:
+        return spec
+    cluster.join(2)  # the CPUs size a local instance only; the CLI settles local's count
+    count = auto_workers(spec.plan, cluster.cpus())
+    return replace(spec, plan=replace(spec.plan, workers=count))
 
 
 def _node_ip(ray: Any) -> str:

@@ -94,6 +94,7 @@ class _Worker:
     done: Done | None = None
     offset: float = 0.0  # its host's monotonic clock minus ours
     lost: bool = False  # an actor that died (--ray): the run goes on without it, interrupted
+    ready: bool = False  # its target is open (its clients, its own mock server on a cluster)
 
     def tail(self) -> str:
         if isinstance(self.process, Actor):
@@ -121,6 +122,7 @@ class Fleet:
         price_ref: str | None = None,
         on_pass: PassHook | None = None,
         resume: Resume | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self.spec, self.suite, self.target, self.recorder = spec, suite, target, recorder
         self.plan = spec.plan
@@ -142,7 +144,9 @@ class Fleet:
         # Per pass, how late each worker's first task started after it was due: the spread
         # is how far from together the passes started (client_summary's start_skew_s).
         self._late: dict[tuple[str, int], list[float]] = {}
-        self.cluster = Cluster(self.plan.ray) if self.plan.ray is not None else None
+        if cluster is None and self.plan.ray is not None:
+            cluster = Cluster(self.plan.ray)
+        self.cluster = cluster
         self.lost: str | None = None  # why the run was interrupted: an actor died (--ray)
         self.nodes: list[str] = []  # where each actor ran (--ray), for meta.json
 
@@ -150,6 +154,7 @@ class Fleet:
         self._stopped = True
         if self._stop is not None:
             self._stop.set()
+        self._tell()
 
     async def run(self) -> Outcome:
         self._stop = anyio.Event()
@@ -369,7 +374,8 @@ class Fleet:
                 case Failed(why):
                     raise WorkerError(f"worker {w.index}: {why}")
                 case Ready():
-                    pass
+                    w.ready = True
+                    self._tell()
 
     async def _watch(self, w: _Worker) -> None:
         """An actor whose node is lost may leave its link open (no connection reset ever
@@ -435,6 +441,10 @@ class Fleet:
                     await w.channel.send(Stop())
 
     async def _passes(self) -> None:
+        # The first go waits for every worker's target to open: an actor on a cluster starts
+        # its own mock server (a second or so), and a go before that made its first pass's
+        # tasks start that late (start_late_s 1.2 s on two Ray nodes).
+        await self._wait(lambda: self._stopped or all(w.ready or w.lost for w in self._workers))
         for phase, index in self.plan.passes():
             if self._stopped:
                 return

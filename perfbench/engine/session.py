@@ -16,6 +16,7 @@ import anyio
 
 from perfbench import host, store
 from perfbench.clock import Clock, default_clock
+from perfbench.engine.cluster import Cluster, sized
 from perfbench.engine.fleet import Fleet
 from perfbench.engine.observer import RunObserver, wants
 from perfbench.engine.results import RunResult
@@ -61,6 +62,10 @@ class Session:
         server_url: str | None = None,
         clock: Clock = default_clock,
     ) -> None:
+        # --ray: a cluster's --workers auto is settled when it is joined, here (sized).
+        self.cluster = Cluster(spec.plan.ray) if spec.plan.ray is not None else None
+        if self.cluster is not None:
+            spec = sized(spec, self.cluster)
         self.spec, self.plan = spec, spec.plan
         self.observer = observer or RunObserver()
         self.suite = suite if suite is not None else spec.load_suite()
@@ -106,6 +111,7 @@ class Session:
                 price_ref=self.price_ref,
                 on_pass=on_pass,
                 resume=self.resume,
+                cluster=self.cluster,
             )
         return Runner(
             self.suite,

@@ -36,3 +36,13 @@ def test_a_target_given_twice_or_to_a_sweep_is_refused(tmp_path: Path) -> None:
     sweep = cli("sweep", str(tmp_path / "s.yaml"), "-t", "mock", "-t", "mock:zero", "-c", "1,2",
                 "--out", str(tmp_path / "runs"))  # fmt: skip
     assert sweep.returncode == 2 and "run takes several" in sweep.stderr
+
+
+def test_a_bad_later_target_is_refused_before_the_first_runs(tmp_path: Path) -> None:
+    # It was found only after the first target's whole run.
+    (tmp_path / "s.yaml").write_text(CASE)
+    out = tmp_path / "runs"
+    done = cli("run", str(tmp_path / "s.yaml"), "-t", "mock", "-t", "mock:no-such-profile",
+               "--runs", "1", "--warmup", "0", "--out", str(out), "-q")  # fmt: skip
+    assert done.returncode != 0 and "no mock profile 'no-such-profile'" in done.stderr
+    assert not out.exists() or not any(out.iterdir())

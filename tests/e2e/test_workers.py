@@ -308,6 +308,21 @@ def test_the_live_count_in_flight_covers_every_worker(tmp_path: Path) -> None:
     assert ticks and max(ticks) > 4
 
 
+def test_the_first_pass_waits_for_every_workers_target(tmp_path: Path) -> None:
+    # Each worker imports this agent for a second before its target is open; the first go
+    # went out before that, so the first tasks started a second late (start_late_s ≈ 1.0).
+    agents = Path(__file__).parents[1] / "fixtures" / "agents"
+    env = {**os.environ, "PYTHONPATH": str(agents)}
+    out = tmp_path / "runs"
+    proc = cli("run", str(CASES), "--out", str(out), "-q", "-t", "python:slow_start_agent:agent",
+               "--workers", "2", "-c", "2", "--runs", "1", "--warmup", "0", env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = list(out.iterdir())
+    client = json.loads((run_dir / "summary.json").read_text())["client"]
+    assert client["workers"] == 2 and client["start_late_s"] is not None
+    assert client["start_late_s"] < 0.5, client
+
+
 def test_ray_without_the_extra_says_how_to_install_it(tmp_path: Path) -> None:
     fake = tmp_path / "site" / "ray"
     fake.mkdir(parents=True)
