@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
 	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
 
-.PHONY: help install demo example test lint typecheck unit bench timing clean
+.PHONY: help install demo example test lint typecheck unit bench profile timing clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -85,11 +85,19 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) -m pytest tests/bench --benchmark-enable -q -p no:cacheprovider
 	$(PY) tests/bench/wrk_mock.py
 	$(PY) tests/bench/client_figures.py
+	$(PY) tests/bench/client_cost.py
 	$(PY) tests/bench/memory_1m.py
 	$(PY) tests/bench/report_scale.py
 	$(PY) tests/bench/rate_limits.py
 	$(PY) tests/bench/proxy_overhead.py --proxy-core 0
 	$(PY) tests/bench/ray_scaling.py
+
+# Where one worker's CPU goes on short tasks against the mock server (the server on core 1, the
+# client on core 0): py-spy's collapsed stacks in profile.txt (speedscope or flamegraph.pl open
+# them), the top functions and perfbench modules printed. py-spy is installed here, not by test.
+profile: $(STAMP) ## profile a worker on short tasks (py-spy; profile.txt)
+	$(PY) -m pip install --quiet 'py-spy>=0.3'
+	$(PY) tests/bench/client_cost.py --profile --out profile.txt
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache .benchmarks

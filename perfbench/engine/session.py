@@ -208,17 +208,23 @@ class Session:
         return result
 
     async def _measure(self, run_dir: Path | None) -> Outcome:
-        """The engine's run, with the server's metrics read beside it (--server-metrics)."""
+        """The engine's run, samples.jsonl flushed beside it (every ``store.FLUSH_S``) and the
+        server's metrics read (--server-metrics); the last samples flushed at its end, where
+        a failed write is the run's error."""
+        writer = self.recorder.writer
         url = self.spec.server_metrics
-        if url is None:
-            return await self.engine.run()
-        out = run_dir / store.SERVER_METRICS if run_dir is not None else None
-        offset = self.resume.clock_offset
-        self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock, offset)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self.scraper.run)
+            if isinstance(writer, store.SampleWriter):
+                tg.start_soon(writer.flush_every)
+            if url is not None:
+                out = run_dir / store.SERVER_METRICS if run_dir is not None else None
+                offset = self.resume.clock_offset
+                self.scraper = Scraper(url, self.spec.scrape_interval, out, self._clock, offset)
+                tg.start_soon(self.scraper.run)
             outcome = await self.engine.run()
             tg.cancel_scope.cancel()  # the last scrape is the one before the tasks ended
+            if isinstance(writer, store.SampleWriter):
+                writer.flush()
         return outcome
 
     def _headroom(self, summary: Summary) -> dict[str, Any] | None:

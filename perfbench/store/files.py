@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import orjson
 
 from perfbench.errors import StoreError
@@ -28,6 +29,8 @@ META = "meta.json"
 SAMPLES = "samples.jsonl"
 SUMMARY = "summary.json"
 SERVER_METRICS = "server_metrics.jsonl"  # run --server-metrics: one scrape a line
+FLUSH_S = 0.05  # the longest a finished sample waits in memory before samples.jsonl
+BATCH_BYTES = 1 << 16  # or until this much is pending
 RESERVE = ".reserve"  # room kept back for meta.json's last write (see ``Reserve``)
 PLAN_FILE = "sweep-plan.json"
 
@@ -139,8 +142,12 @@ def _fix(path: Path) -> str:
 
 
 class SampleWriter:
-    """Appends samples to samples.jsonl, one flushed line each, so a crash loses at most the
-    task in flight. orjson, because the stdlib encoder took 17 µs of a sample's budget."""
+    """Appends samples to samples.jsonl in batches: a finished sample waits in memory at most
+    ``FLUSH_S`` (``flush_every``, beside the run) or until ``BATCH_BYTES`` are pending, so a
+    kill -9 loses the tasks in flight and at most the last 50 ms of finished ones (``--resume``
+    runs them again). One write per batch, not per sample: at thousands of tasks a second the
+    per-sample write and flush were a tenth of the client's CPU. orjson, because the stdlib
+    encoder took 17 µs of a sample's budget."""
 
     def __init__(self, path: Path) -> None:
         try:
@@ -151,14 +158,28 @@ class SampleWriter:
                 f"`perfbench run --resume {path.parent}`"
             ) from exc
         self.path = path
+        self._pending: list[bytes] = []
+        self._size = 0
 
     def write(self, sample: Sample) -> None:
         self.write_lines(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
 
     def write_lines(self, lines: bytes) -> None:
         """Append samples already encoded (one JSON line each), as worker processes send them."""
+        self._pending.append(lines)
+        self._size += len(lines)
+        if self._size >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is pending (a ``StoreError`` if the disk refuses it)."""
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._size = 0
         try:
-            self._fh.write(lines)
+            self._fh.write(data)
             self._fh.flush()
         except OSError as exc:
             raise StoreError(
@@ -166,9 +187,18 @@ class SampleWriter:
                 f"kept: fix the cause, then `perfbench run --resume {self.path.parent}`"
             ) from exc
 
+    async def flush_every(self, seconds: float = FLUSH_S) -> None:
+        """Flush every ``seconds`` until cancelled (a task beside the run's engine)."""
+        while True:
+            await anyio.sleep(seconds)
+            self.flush()
+
     def close(self) -> None:
-        """Close; a line that could not be written (disk full) is dropped, not raised again:
-        the error was reported by ``write``, and what is on disk stays readable."""
+        """Write what is pending and close; a line that could not be written (disk full) is
+        dropped, not raised again: the run's end flushes first (``flush``), where a failure
+        is reported, and what is on disk stays readable."""
+        with contextlib.suppress(OSError, StoreError):
+            self.flush()
         with contextlib.suppress(OSError):
             self._fh.close()
 
