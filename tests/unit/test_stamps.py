@@ -142,3 +142,23 @@ def test_the_mocks_reads_with_no_bytes_leave_the_next_requests_stamp_alone() -> 
         stamps.close()
         ours.close()
         theirs.close()
+
+
+def test_one_poll_stamps_every_ready_socket_however_many() -> None:
+    # epoll is asked for 64 events at a time (the default buffer of 1,023 cost twice the
+    # poll): a ready socket left for a later poll would be stamped after the loop read its
+    # bytes, timing its next bytes early, so a full batch is polled again at once.
+    stamps = SocketStamps()
+    pairs = [socket.socketpair() for _ in range(150)]
+    handlers = [_Watched() for _ in pairs]
+    try:
+        for (ours, theirs), handler in zip(pairs, handlers, strict=True):
+            stamps.watch(_Transport(ours), handler)
+            theirs.sendall(b"x")
+        stamps.poll()
+        assert all(h.seen is not None for h in handlers)
+    finally:
+        stamps.close()
+        for ours, theirs in pairs:
+            ours.close()
+            theirs.close()
