@@ -20,6 +20,7 @@ import anyio.lowlevel
 
 from perfbench.clock import Clock, bind, default_clock, loop_clock, sleep_until
 from perfbench.engine.collector import Collector
+from perfbench.engine.deadline import deadline_of
 from perfbench.engine.limiter import Limiter
 from perfbench.engine.monitor import ClientMonitor
 from perfbench.engine.resume import Resume, TaskKey
@@ -274,21 +275,22 @@ class Runner:
     ) -> None:
         # One shared iterator feeds every worker: next() runs between awaits, so no lock needed.
         # One cancel scope serves as the timeout of many tasks (its deadline is moved per task):
-        # entering and leaving a scope per task cost ~10 µs, a fifth of the overhead budget.
+        # entering and leaving a scope per task cost ~10 µs, a fifth of the overhead budget;
+        # on asyncio one timer serves the scope (engine/deadline), not one armed per task.
         deadline_clock = loop_clock()  # cancel-scope deadlines are on the event loop's clock
         task: Task | None = None
         try:
             await sleep_until(self.clock, start)
             while True:
-                with anyio.CancelScope() as limit:
+                with anyio.CancelScope() as limit, deadline_of(limit) as deadline:
                     for case, iteration in queue:
                         if self._limiter is not None:  # adaptive: wait for a free slot
-                            limit.deadline = math.inf  # no stale deadline while waiting here
+                            deadline.set(math.inf)  # no stale deadline while waiting here
                             await self._limiter.acquire()
                             await self._respect_hold()
                         try:
                             task = self._start(case, phase, index, iteration)
-                            limit.deadline = deadline_clock() + case.timeout_s
+                            deadline.set(deadline_clock() + case.timeout_s)
                             sample = await self._attempt(task)
                             # The old deadline is left in place until the next task sets its
                             # own (one timer reset per task, not two): if it fires in between,
