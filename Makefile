@@ -91,6 +91,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/rate_limits.py
 	$(PY) tests/bench/proxy_overhead.py --proxy-core 0
 	$(PY) tests/bench/ray_scaling.py
+	$(PY) tests/bench/client_layers.py
 
 # Where one worker's CPU goes on short tasks against the mock server (the server on core 1, the
 # client on core 0): py-spy's collapsed stacks in profile.txt (speedscope or flamegraph.pl open

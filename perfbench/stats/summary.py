@@ -14,7 +14,7 @@ refuses load cannot look faster. Throughput is successful tasks per second of th
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -377,43 +377,77 @@ def _per(total: int, n: int) -> float | None:
     return total / n if n else None
 
 
-def _group(groups: dict[str, _Group], key: str, slo: Slo | None) -> _Group:
-    group = groups.get(key)  # not setdefault: that would build a _Group on every call
-    if group is None:
-        group = groups[key] = _Group(slo=slo)
-    return group
+Cell = tuple[str, str, tuple[str, ...]]  # a sample's case, language and tags
 
 
 class RunScopes:
+    """One run's scopes. A sample goes into one group only, its cell (case, language, tags:
+    one per case, unless samples of one case id disagree); each case, language, tag and the
+    run overall is a merge of cells, made when asked for (``finish``). Adding every sample to
+    four groups cost ~8 µs of the per-task budget (issue 26); merging is lossless while the
+    histograms are exact and HDR-precise after, as adding is."""
+
     def __init__(self, slo: Slo | None = None) -> None:
         self.slo = slo
-        self.overall = _Group(slo=slo)
-        self.cases: dict[str, _Group] = {}
-        self.languages: dict[str, _Group] = {}
-        self.tags: dict[str, _Group] = {}
+        self.cells: dict[Cell, _Group] = {}
         # A worker process's timeline rides along with a run it hands over (Summarizer.take_run)
         # and is merged into the parent's by ``absorb``; None everywhere else.
         self.timeline: Timeline | None = None
 
     def add(self, s: Sample, timeout: float) -> None:
-        self.overall.add(s, timeout)
-        _group(self.cases, s.case, self.slo).add(s, timeout)
-        _group(self.languages, s.language, self.slo).add(s, timeout)
-        for tag in s.tags:
-            _group(self.tags, tag, self.slo).add(s, timeout)
+        key = (s.case, s.language, tuple(s.tags))
+        group = self.cells.get(key)
+        if group is None:
+            group = self.cells[key] = _Group(slo=self.slo)
+        group.add(s, timeout)
 
     def merge(self, other: RunScopes) -> None:
-        self.overall.merge(other.overall)
-        for key, group in other.cases.items():
-            _group(self.cases, key, self.slo).merge(group)
-        for key, group in other.languages.items():
-            _group(self.languages, key, self.slo).merge(group)
-        for key, group in other.tags.items():
-            _group(self.tags, key, self.slo).merge(group)
+        for key, group in other.cells.items():
+            mine = self.cells.get(key)
+            if mine is None:
+                self.cells[key] = _copy(group, self.slo)
+            else:
+                mine.merge(group)
 
     @property
     def window(self) -> float:
-        return max(0.0, self.overall.last_end - self.overall.first_start)
+        cells = self.cells.values()
+        if not cells:
+            return 0.0
+        return max(0.0, max(g.last_end for g in cells) - min(g.first_start for g in cells))
+
+    @property
+    def overall(self) -> _Group:
+        return self._merged(lambda cell: ("",))[""] if self.cells else _Group(slo=self.slo)
+
+    @property
+    def cases(self) -> dict[str, _Group]:
+        return self._merged(lambda cell: (cell[0],))
+
+    @property
+    def languages(self) -> dict[str, _Group]:
+        return self._merged(lambda cell: (cell[1],))
+
+    @property
+    def tags(self) -> dict[str, _Group]:
+        return self._merged(lambda cell: cell[2])
+
+    def _merged(self, keys: Callable[[Cell], Iterable[str]]) -> dict[str, _Group]:
+        """The cells merged by ``keys`` (a cell may count in several: its tags). A scope of
+        one cell is that cell itself, not a copy: don't change what this returns."""
+        members: dict[str, list[_Group]] = {}
+        for cell, group in self.cells.items():
+            for key in keys(cell):
+                members.setdefault(key, []).append(group)
+        merged: dict[str, _Group] = {}
+        for key, groups in members.items():
+            if len(groups) == 1:
+                merged[key] = groups[0]
+                continue
+            into = merged[key] = _Group(slo=self.slo)
+            for group in groups:
+                into.merge(group)
+        return merged
 
     def finish(self, window: float) -> Metrics:
         # Every scope shares the run's window, so per-case throughputs add up to the total.
@@ -433,6 +467,13 @@ class RunScopes:
             for case, group in sorted(self.cases.items())
             for name, blob in group.histograms().items()
         }
+
+
+def _copy(group: _Group, slo: Slo | None) -> _Group:
+    """A group of its own with ``group``'s contents (merged into later without touching it)."""
+    copy = _Group(slo=slo)
+    copy.merge(group)
+    return copy
 
 
 class Summarizer:

@@ -11,15 +11,23 @@ the two alternated three times, medians:
 2. 1,000-token streams at 16 in flight: tokens/s and CPU per stream, the same way; the raw
    client reads each SSE line and decodes each event (stdlib json), as a plain client does.
 
+3. the same short tasks at a fixed rate both clients keep up with (open loop, 4,000 a second,
+   constant arrivals, each request its own task): CPU per task, and their difference. At the
+   ceiling (1.) a slower client leaves the server idle between its requests, and on loopback
+   waking the server is the sender's kernel time (tests/bench/client_layers.py); at one rate
+   both wake it alike. It is also the open loop's own path (a task and a deadline per arrival).
+
 `--profile` runs only perfbench's short tasks, under py-spy (`make profile`): it writes the
 collapsed stacks to profile.txt (open with speedscope or flamegraph.pl) and prints where the
 samples were: by function (self time) and by perfbench module (inclusive).
 
-Usage: python tests/bench/client_cost.py [--quick] [--only short|streams] [--profile [--out FILE]]
+Usage: python tests/bench/client_cost.py [--quick] [--only short|streams|rate]
+       python tests/bench/client_cost.py --profile [--out FILE]
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import os
@@ -34,9 +42,17 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import anyio
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from perfbench import host
+from perfbench.engine.session import Session
+from perfbench.load import Rate
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.suite import load_suite
 from tests.bench.client_figures import (
+    BODY,
     CASE,
     LONG,
     SHORT,
@@ -48,6 +64,7 @@ from tests.bench.client_figures import (
 from tests.helpers import mock_process
 
 CLIENT, SERVER = {0}, {1}
+RAW_BODY = orjson.dumps({**BODY, "stream": False})
 
 
 def cpu() -> float:
@@ -95,6 +112,59 @@ def raw(url: str, in_flight: int, n: int, stream: bool) -> tuple[float, float]:
     coro = raw_parsed(url, in_flight, n) if stream else raw_short(url, in_flight, n)
     rate, spent = measured(lambda: run_raw(coro))
     return rate, spent / n
+
+
+RATE = 4000.0  # tasks a second: under either client's ceiling on one core of this VM
+
+
+def ours_at_rate(folder: Path, url: str, n: int) -> float:
+    """CPU seconds per task of one perfbench run of ``n`` tasks at ``RATE`` (open loop)."""
+    plan = Plan(runs=1, warmup=0, repeat=n, load=Rate(per_second=RATE))
+    spec = RunSpec(target=TargetSpec("mock+http", stream=False), plan=plan,
+                   out=str(folder / "runs"))  # fmt: skip
+    suite = load_suite([folder / "case.yaml"])
+    session = Session(spec, suite=suite, server_url=url)
+    result, spent = measured(lambda: anyio.run(session.run, backend_options=host.loop_options()))
+    assert result.summary["runs"][0]["overall"]["ok"] == n, "a task failed: the figure is void"
+    return spent / n
+
+
+async def raw_at_rate(url: str, n: int) -> None:
+    """The raw client at ``RATE``: each request its own task, started on schedule."""
+    loop = asyncio.get_running_loop()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
+        async def one() -> None:
+            headers = {"content-type": "application/json"}
+            url_path = url + "/v1/chat/completions"
+            async with session.post(url_path, data=RAW_BODY, headers=headers) as response:
+                await response.read()
+
+        start = loop.time()
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                delay = start + i / RATE - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tg.start_soon(one)
+
+
+def at_rate(folder: Path, n: int) -> None:
+    (folder / "profile.yaml").write_text(SHORT)
+    mine: list[float] = []
+    theirs: list[float] = []
+    with mock_process(folder / "profile.yaml", cpus=SERVER) as url:
+        run_raw(raw_short(url, 8, 200))
+        for _ in range(3):
+            mine.append(ours_at_rate(folder, url, n))
+            theirs.append(measured(lambda: run_raw(raw_at_rate(url, n)))[1] / n)
+    cost, base = (statistics.median(v) * 1e6 for v in (mine, theirs))
+    print(
+        f"short, {RATE:,.0f} a second (open loop): perfbench {cost:.1f} µs CPU a task "
+        f"({', '.join(f'{v * 1e6:.1f}' for v in mine)}); raw aiohttp on uvloop {base:.1f} µs "
+        f"({', '.join(f'{v * 1e6:.1f}' for v in theirs)}); perfbench's own cost "
+        f"{cost - base:.1f} µs a task"
+    )
 
 
 def compare(folder: Path, profile: str, in_flight: int, n: int, stream: bool, what: str) -> None:
@@ -215,6 +285,8 @@ def main() -> None:
         if only in (None, "streams"):
             streams = 300 if quick else 1000
             compare(folder, LONG, 16, streams, True, "1,000-token streams, 16 in flight")
+        if only in (None, "rate"):
+            at_rate(folder, 8000 if quick else 20000)
 
 
 if __name__ == "__main__":
