@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
 	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
 
-.PHONY: help install demo example test lint typecheck unit bench profile timing clean
+.PHONY: help install demo example test lint typecheck unit bench bench-locust profile timing clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -93,6 +93,13 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/ray_scaling.py
 	$(PY) tests/bench/client_layers.py
 
+# perfbench's streamed tokens per CPU-second against Locust's FastHttpUser. Locust is not one of
+# perfbench's packages: it gets a virtual environment of its own, .venv-locust.
+bench-locust: $(STAMP) ## streams: perfbench against Locust (installs Locust in .venv-locust)
+	test -x .venv-locust/bin/python || $(PYTHON) -m venv .venv-locust
+	.venv-locust/bin/python -m pip install --quiet 'locust>=2.40'
+	$(PY) tests/bench/locust_streams.py --python .venv-locust/bin/python
+
 # Where one worker's CPU goes on short tasks against the mock server (the server on core 1, the
 # client on core 0): py-spy's collapsed stacks in profile.txt (speedscope or flamegraph.pl open
 # them), the top functions and perfbench modules printed. py-spy is installed here, not by test.
@@ -101,4 +108,4 @@ profile: $(STAMP) ## profile a worker on short tasks (py-spy; profile.txt)
 	$(PY) tests/bench/client_cost.py --profile --out profile.txt
 
 clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache .benchmarks
+	rm -rf $(VENV) .venv-3.* .venv-locust .pytest_cache .mypy_cache .ruff_cache .benchmarks

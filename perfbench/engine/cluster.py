@@ -57,9 +57,9 @@ class Cluster:
         if self.joined:
             return
         ray = _ray()
-        self.joined = True
         if ray.is_initialized():  # a caller's own Ray session (perfbench as a library)
             self.host = _node_ip(ray)
+            self.joined = True
             return
         quiet = {"include_dashboard": False, "log_to_driver": False,
                  "logging_level": logging.ERROR}  # fmt: skip
@@ -76,9 +76,9 @@ class Cluster:
                 address = None if self.address == "auto" else self.address
                 ray.init(address=address or "auto", **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            self.joined = False
             raise WorkerError(f"--ray {self.address}: cannot join the cluster: {exc}") from None
         self.host = "127.0.0.1" if self.address == "local" else _node_ip(ray)
+        self.joined = True
 
     @property
     def local(self) -> bool:

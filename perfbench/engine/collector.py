@@ -16,8 +16,8 @@ class Collector:
     leave no cyclic garbage (62 objects after 1,024 tasks and after 8,192), the in-process
     mock's a little: what a pass leaves is collected when it ends, with nothing in flight, and
     within a pass when the young objects since the last collection pass ``VALVE`` (checked
-    every 1,024 tasks): a rare pause, not a steady leak. Memory over 1,000,000 tasks: +9.8 MiB
-    (`tests/bench/memory_1m.py`)."""
+    every 1,024 tasks): a rare pause, not a steady leak. Memory over 1,000,000 tasks: +16.3 MiB
+    from the reading at 50,000, flat after 650,000 (`tests/bench/memory_1m.py`, 2026-12-02)."""
 
     CHECK_EVERY = 1024
     VALVE = 50_000  # young tracked objects (allocations less frees) since the last collection

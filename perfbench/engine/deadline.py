@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import math
 from types import TracebackType
-from typing import Any
 
 import anyio
 
@@ -81,7 +80,6 @@ class LoopDeadline:
 
 def deadline_of(scope: anyio.CancelScope) -> LoopDeadline | ScopeDeadline:
     """The deadline keeper for ``scope``: one asyncio timer on asyncio, else the scope's own."""
-    loop: Any
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

@@ -58,7 +58,8 @@ class _LineSink:
     def write(self, sample: Sample) -> None:
         first = self.link.first
         key = (sample.phase, sample.run)
-        if key not in first or sample.start < first[key].start:
+        earliest = first.get(key)
+        if earliest is None or sample.start < earliest.start:
             first[key] = sample
         self.link.lines.append(orjson.dumps(sample.to_json(), option=orjson.OPT_APPEND_NEWLINE))
         if len(self.link.lines) >= FLUSH_LINES:

@@ -3,6 +3,7 @@ Qwen, GLM): requests, and streamed or whole replies read with per-token timing."
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -72,7 +73,8 @@ class OpenAIChat:
         reply = ModelReply()
         calls: dict[int, ToolCall] = {}
         text: list[str] = []
-        await read_stream(response, call, lambda chunk: _apply(chunk, reply, calls, text, call))
+        # partial, not a lambda: one Python frame less per event
+        await read_stream(response, call, functools.partial(_apply, reply, calls, text, call))
         reply.text = "".join(text)
         reply.tool_calls = [calls[i] for i in sorted(calls)]
         return reply
@@ -120,11 +122,11 @@ async def read_stream(
 
 
 def _apply(
-    chunk: dict[str, Any],
     reply: ModelReply,
     calls: dict[int, ToolCall],
     text: list[str],
     call: ModelCall,
+    chunk: dict[str, Any],
 ) -> None:
     # Runs for every chunk of every stream: the common delta (content only) takes the fewest
     # lookups, and absent keys are tested before values are fetched.

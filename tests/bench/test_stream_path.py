@@ -52,7 +52,7 @@ def consume(stream: list[bytes]) -> ModelReply:
         call.arrived(time.monotonic())
         for event in parser.feed(data):
             if event.data != "[DONE]":
-                _apply(json_object(event.data), reply, calls, text, call)
+                _apply(reply, calls, text, call, json_object(event.data))
     reply.text = "".join(text)
     return reply
 
