@@ -16,7 +16,7 @@ class Collector:
     leave no cyclic garbage (62 objects after 1,024 tasks and after 8,192), the in-process
     mock's a little: what a pass leaves is collected when it ends, with nothing in flight, and
     within a pass when the young objects since the last collection pass ``VALVE`` (checked
-    every 1,024 tasks): a rare pause, not a steady leak. Memory over 1,000,000 tasks: +16.3 MiB
+    every 1,024 tasks): a rare pause, not a steady leak. Memory over 1,000,000 tasks: +18.3 MiB
     from the reading at 50,000, flat after 650,000 (`tests/bench/memory_1m.py`, 2026-12-02)."""
 
     CHECK_EVERY = 1024

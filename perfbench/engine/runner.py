@@ -31,6 +31,7 @@ from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
 from perfbench.sample import Phase, Sample
 from perfbench.spec import Plan
+from perfbench.stats import histogram
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite
 from perfbench.targets import Target
@@ -127,12 +128,22 @@ class Runner:
             limit = self.share.split(self.aimd.limit) if self.follower else self.aimd.limit
             self._limiter = Limiter(limit)
         self.monitor = ClientMonitor(self.clock)
+        if self._per_case() > histogram.EXACT:  # the statistics will record in batches
+            histogram.prepare()
         self.collector.pause()
         try:
             await self._passes()
         finally:
             self.collector.restore()
         return Outcome(self._stopped, self.t0, self.clock())
+
+    def _per_case(self) -> int:
+        """The most tasks of one case a pass can give this process's statistics."""
+        plan = self.plan
+        if isinstance(plan.load, Rate):
+            cases = max(1, len(self.suite.cases))
+            return math.ceil(plan.load.count(cases * plan.repeat) / cases)
+        return plan.repeat
 
     async def _passes(self) -> None:
         assert self.monitor is not None

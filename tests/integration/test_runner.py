@@ -352,3 +352,22 @@ async def test_the_collector_is_off_while_measuring_and_a_littering_target_is_st
     # 21 objects a task, 210,000 in all: the valve (checked every 1,024 tasks) kept the young
     # generation under ~10k (at the start) + 1,024 tasks × ~25; without it, it reached 260k.
     assert max(target.young) < 60_000
+
+
+@pytest.mark.parametrize(("repeat", "prepared"), [(4, False), (5, True)])
+async def test_numpy_is_imported_before_a_pass_that_takes_a_histogram_past_its_exact_values(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch, repeat: int, prepared: bool
+) -> None:
+    # Past its exact values a histogram records in batches with numpy: imported mid-pass, it
+    # would hold the loop ~50 ms with tasks in flight, so the runner imports it first.
+    from perfbench.stats import histogram
+
+    calls: list[int] = []
+    monkeypatch.setattr(histogram, "EXACT", 4)
+    monkeypatch.setattr(histogram, "prepare", lambda: calls.append(len(collect.samples)))
+    runner, collect, _ = make(
+        suite, MockAgent(fixed_profile()), Plan(runs=1, warmup=0, repeat=repeat, concurrency=2)
+    )
+    with anyio.fail_after(600):
+        await runner.run()
+    assert calls == ([0] if prepared else [])  # before the first sample

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import pickle
 import random
 import statistics
+from array import array
 
 import pytest
 
-from perfbench.stats.histogram import Histogram, decode, percentile_key
+from perfbench.stats.histogram import (
+    HIGHEST_US,
+    PERCENTILES,
+    US,
+    Histogram,
+    decode,
+    new_hdr,
+    percentile_key,
+    record,
+)
 
 
 def filled(values: list[float], exact_limit: int = 20_000) -> Histogram:
@@ -94,3 +105,41 @@ def test_merge_equals_recording_everything_in_one(limit: int) -> None:
     assert merged.stddev == pytest.approx(whole.stddev, rel=1e-9)
     assert (merged.min, merged.max) == (whole.min, whole.max)
     assert merged.percentiles() == whole.percentiles()
+
+
+def test_a_batch_counts_every_slot_as_a_record_per_value_would() -> None:
+    # Whole-µs values in every part of the layout: 0, the exact sub-buckets (< 2,048 µs),
+    # bucket edges, wide buckets near the hour, and values clipped at both ends.
+    rng = random.Random(5)
+    seconds = [rng.lognormvariate(-3, 2.5) for _ in range(20_000)]
+    seconds += [0.0, 2047e-6, 2048e-6, 2049e-6, 4095e-6, 4096e-6, 3599.999, 3600.0, 7200.0, -1.0]
+    one_by_one = new_hdr()
+    clipped = 0
+    for v in seconds:
+        us = round(v * US)
+        clipped += us < 0 or us > HIGHEST_US
+        one_by_one.record_value(min(max(us, 0), HIGHEST_US))
+    batched = new_hdr()
+    assert record(batched, array("d", seconds)) == clipped == 2
+    assert batched.get_total_count() == one_by_one.get_total_count() == len(seconds)
+    assert list(batched.counts) == list(one_by_one.counts)
+
+
+def test_past_its_exact_values_a_histogram_is_the_same_batched_or_not() -> None:
+    # 10,000 values past an exact limit of 100: held and recorded in batches of BATCH.
+    rng = random.Random(8)
+    values = [rng.lognormvariate(-1, 0.9) for _ in range(10_000)] + [7200.0]
+    h = filled(values, exact_limit=100)
+    assert h.count == len(values) and not h.exact
+    reference = new_hdr()
+    for v in values:
+        reference.record_value(min(round(v * US), HIGHEST_US))
+    expected = reference.get_percentile_to_value_dict(list(PERCENTILES))
+    assert h.percentiles() == {p: expected[p] / US for p in PERCENTILES}
+    assert h.mean == pytest.approx(statistics.fmean(values), rel=1e-12)
+    assert h.stddev == pytest.approx(statistics.stdev(values), rel=1e-9)
+    assert (h.min, h.max, h.clipped) == (min(values), max(values), 1)
+    h.add(0.5)  # held again after a read, counted at once
+    assert h.count == len(values) + 1
+    again = pickle.loads(pickle.dumps(h))  # as a worker hands it over
+    assert again.count == h.count and again.percentiles() == h.percentiles()
