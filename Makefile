@@ -92,6 +92,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/proxy_overhead.py --proxy-core 0
 	$(PY) tests/bench/ray_scaling.py
 	$(PY) tests/bench/client_layers.py
+	$(PY) tests/bench/http_clients.py
 
 # perfbench's streamed tokens per CPU-second against Locust's FastHttpUser. Locust is not one of
 # perfbench's packages: it gets a virtual environment of its own, .venv-locust.

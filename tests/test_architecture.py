@@ -21,7 +21,7 @@ NEVER: dict[str, tuple[str, ...]] = {
     "targets": ("engine", "cli", "api", "calibrate", "store", "report", "events"),
     "http": ("targets", "engine", "cli", "api", "mock", "store", "stats", "report"),
     "mock": ("targets", "engine", "cli", "api", "store", "report", "http.failures",
-             "http.aiohttp_backend", "http.httpx_backend", "http.redact"),
+             "http.h1_backend", "http.httpx_backend", "http.redact"),
     "suite": ("engine", "targets", "http", "store", "stats", "report", "cli"),
     "load": ("engine", "targets", "http", "store", "report", "cli"),
     "store": ("engine", "targets", "http", "report", "cli", "api", "calibrate"),

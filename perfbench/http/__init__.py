@@ -1,11 +1,12 @@
 """The HTTP client beneath the targets: one seam, ``HttpClient.post``, sized for the planned
 load (DESIGN §7).
 
-On asyncio (every real run) requests go straight through aiohttp (``aiohttp_backend``): one
-connector holding ``concurrency`` keep-alive connections, with perfbench's measurement devices
-(arrival stamps, "sent" marked as the request goes out). Elsewhere (trio, which the tests use
-for virtual time, and respx's mocks) it is httpx's own transport (``httpx_backend``). Why
-aiohttp and not httpx on asyncio: docs/architecture.md, "aiohttp directly on asyncio".
+On asyncio (every real run) requests go over perfbench's own HTTP/1.1 connections, parsed by
+aiohttp's parser (``h1_backend``): at most ``concurrency`` keep-alive connections in use, with
+perfbench's measurement devices (arrival stamps, "sent" marked as the request is written).
+Elsewhere (trio, which the tests use for virtual time, and respx's mocks) it is httpx's own
+transport (``httpx_backend``). Why not httpx, nor aiohttp's ClientSession, on asyncio:
+docs/architecture.md, "The HTTP client on asyncio".
 
 Either way the body comes back as a ``Response`` (status, headers, ``aread``, ``aiter_bytes``),
 and transport failures as ``CallFailed`` (``failures``: one map for both). No pool timeout: the
@@ -25,7 +26,7 @@ from perfbench.http.failures import CallFailed, reraise
 from perfbench.http.urls import reachable
 
 if TYPE_CHECKING:
-    from perfbench.http.aiohttp_backend import AiohttpBackend
+    from perfbench.http.h1_backend import H1Backend
     from perfbench.http.httpx_backend import HttpxBackend
 
 __all__ = ["CallFailed", "HttpClient", "Response"]
@@ -33,8 +34,8 @@ __all__ = ["CallFailed", "HttpClient", "Response"]
 
 class Response(Protocol):
     """An HTTP response with its body unread, as ``HttpClient.post`` yields it: httpx's
-    Response has this shape, and so does the adapter over aiohttp's. ``arrived`` (aiohttp
-    only) is when the bytes last read arrived, on ``time.monotonic``."""
+    Response has this shape, and so does the asyncio backend's. ``arrived`` (asyncio only) is
+    when the bytes last read arrived, on ``time.monotonic``."""
 
     @property
     def status_code(self) -> int: ...
@@ -65,20 +66,20 @@ class HttpClient:
         self.concurrency = max(0, concurrency)
         self._transport = transport  # a test's mock transport wins over everything
         self._headers = headers
-        self._backend: AiohttpBackend | HttpxBackend | None = None
+        self._backend: H1Backend | HttpxBackend | None = None
 
     def prepare(self) -> None:
         """Build the clients now (in the event loop, before anything is measured): the first
-        request would otherwise import aiohttp and make its session, 0.1–0.25 s counted in
+        request would otherwise import aiohttp's parser and make the pool, 0.1–0.25 s counted in
         that task's latency (with --warmup 0, or the first task of a resumed pass)."""
         if self._backend is None:
             self._backend = self._build()
 
-    def _build(self) -> AiohttpBackend | HttpxBackend:
+    def _build(self) -> H1Backend | HttpxBackend:
         if self._transport is None and _on_asyncio():
-            from perfbench.http.aiohttp_backend import AiohttpBackend
+            from perfbench.http.h1_backend import H1Backend
 
-            return AiohttpBackend(self.concurrency, self._headers)
+            return H1Backend(self.concurrency, self._headers)
         from perfbench.http.httpx_backend import HttpxBackend
 
         return HttpxBackend(self.concurrency, self._transport, self._headers)
@@ -96,13 +97,13 @@ class HttpClient:
 
     async def preflight(self, url: str) -> None:
         """Connect to ``url``'s host once (``urls.reachable``) when requests go out over real
-        sockets (aiohttp, on asyncio). Under trio or with a given transport they go through
+        sockets (on asyncio). Under trio or with a given transport they go through
         httpx, whose transport may be a test's mock (respx): there is nothing to reach."""
-        from perfbench.http.aiohttp_backend import AiohttpBackend
+        from perfbench.http.h1_backend import H1Backend
 
         if self._backend is None:
             self._backend = self._build()
-        if isinstance(self._backend, AiohttpBackend):
+        if isinstance(self._backend, H1Backend):
             await reachable(url)
 
     async def aclose(self) -> None:

@@ -1,6 +1,7 @@
 """The one map from transport exceptions (aiohttp's and httpx's) to perfbench's error kinds.
 
-Every HTTP path goes through ``mapped``: the aiohttp client, the httpx client (tests under
+Every HTTP path goes through ``mapped``: the asyncio client (its connections raise aiohttp's
+exception types, as aiohttp's parser and stream reader do), the httpx client (tests under
 trio and respx), and an HTTP agent's own httpx client. As httpx's ``map_httpcore_exceptions``
 does, each exception maps to the most specific kind that fits; one that is not a transport
 failure passes through untouched (a target bug is the runner's to report).

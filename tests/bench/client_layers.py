@@ -6,8 +6,8 @@ The same short non-streaming exchange (64 in flight, one worker, this process pi
 top of the one before, CPU per task (getrusage over the level's requests):
 
   L0  a raw aiohttp client on uvloop (client_cost.py's reference)
-  L1  + perfbench's aiohttp session: the arrival stamps' protocol and epoll set, the request
-        class marking "sent" (and, on Python 3.11, writing at once), the read timeout
+  L1  perfbench's own connections in place of aiohttp's ClientSession (``H1Backend``): the
+        request written by hand, aiohttp's parser, the arrival stamps, the read timeout
   L2  + the transport seam, ``HttpClient.post`` and its response adapter
   L3  + the agent loop: ``ModelAgent.run`` on a ``Task`` (request body, reply parsed, steps,
         the Sample made), slots looping by hand
@@ -46,8 +46,7 @@ from perfbench import host
 from perfbench.engine.runner import Runner
 from perfbench.engine.session import Session
 from perfbench.http import HttpClient
-from perfbench.http.aiohttp_backend import _aiohttp_session
-from perfbench.http.stamps import SocketStamps
+from perfbench.http.h1_backend import H1Backend
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
@@ -62,6 +61,7 @@ IN_FLIGHT = 64
 PATH = "/v1/chat/completions"
 CONTENT = orjson.dumps({**BODY, "stream": False})
 HEADERS = {"content-type": "application/json"}
+Levels = dict[str, Callable[[int], None]]
 
 
 async def slots(n: int, one: Callable[[], Awaitable[None]]) -> None:
@@ -90,18 +90,18 @@ async def raw(url: str, n: int) -> None:
         await slots(n, one)
 
 
-async def session(url: str, n: int) -> None:
-    session = _aiohttp_session(IN_FLIGHT, None, SocketStamps())
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10.0, sock_read=60.0)
+async def connections(url: str, n: int) -> None:
+    backend = H1Backend(IN_FLIGHT, None)
+
+    def sent() -> None:
+        pass
 
     async def one() -> None:
-        async with session.post(
-            url + PATH, data=CONTENT, headers=HEADERS, timeout=timeout, allow_redirects=False
-        ) as response:
-            await response.read()
+        async with backend.post(url + PATH, CONTENT, HEADERS, 60.0, sent) as response:
+            await response.aread()
 
     await slots(n, one)
-    await session.close()
+    await backend.aclose()
 
 
 async def seam(url: str, n: int) -> None:
@@ -161,10 +161,10 @@ def whole(folder: Path, url: str, n: int, suite: Suite) -> None:
     anyio.run(Session(spec, suite=suite, server_url=url).run, backend_options=host.loop_options())
 
 
-def levels(folder: Path, url: str, suite: Suite) -> dict[str, Callable[[int], None]]:
+def levels(folder: Path, url: str, suite: Suite) -> Levels:
     return {
         "L0 raw aiohttp client": lambda n: run_raw(raw(url, n)),
-        "L1 + perfbench's aiohttp session": lambda n: run_raw(session(url, n)),
+        "L1 perfbench's connections (H1Backend)": lambda n: run_raw(connections(url, n)),
         "L2 + the transport seam (HttpClient)": lambda n: run_raw(seam(url, n)),
         "L3 + the agent loop (ModelAgent, Task)": lambda n: run_raw(agent(url, n, suite)),
         "L4 + runner and statistics": lambda n: run_raw(runner(url, n, suite)),
@@ -172,32 +172,44 @@ def levels(folder: Path, url: str, suite: Suite) -> dict[str, Callable[[int], No
     }
 
 
-def main() -> None:
+def pinned() -> int:
+    """This process on the client's core, the collector off (as the runner keeps it): the
+    requests each step makes (``--quick``: fewer)."""
     if len(os.sched_getaffinity(0)) < 2:
         sys.exit("needs two cores: the client on one, the mock server on the other")
     os.sched_setaffinity(0, CLIENT)
-    n = 6000 if "--quick" in sys.argv else 20000
+    gc.disable()
+    return 6000 if "--quick" in sys.argv else 20000
+
+
+def alternate(steps: Levels, n: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each step run for ``n`` requests, three times round, the first warming up first: µs of
+    client CPU a request, and of it the kernel's, per step and round."""
     costs: dict[str, list[float]] = {}
     kernel: dict[str, list[float]] = {}  # of which in the kernel (system time)
-    gc.disable()
+    next(iter(steps.values()))(500)  # connections and code warm first
+    for _ in range(3):
+        for name, step in steps.items():
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            step(n)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            user = after.ru_utime - before.ru_utime
+            system = after.ru_stime - before.ru_stime
+            costs.setdefault(name, []).append((user + system) / n * 1e6)
+            kernel.setdefault(name, []).append(system / n * 1e6)
+            gc.collect()  # what the step left, outside the next one's figure
+    return costs, kernel
+
+
+def main() -> None:
+    n = pinned()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "case.yaml").write_text(CASE)
         (folder / "short.yaml").write_text(SHORT)
         suite = load_suite([folder / "case.yaml"])
         with mock_process(folder / "short.yaml", cpus=SERVER) as url:
-            steps = levels(folder, url, suite)
-            steps["L0 raw aiohttp client"](500)  # connections and code warm first
-            for _ in range(3):
-                for name, step in steps.items():
-                    before = resource.getrusage(resource.RUSAGE_SELF)
-                    step(n)
-                    after = resource.getrusage(resource.RUSAGE_SELF)
-                    user = after.ru_utime - before.ru_utime
-                    system = after.ru_stime - before.ru_stime
-                    costs.setdefault(name, []).append((user + system) / n * 1e6)
-                    kernel.setdefault(name, []).append(system / n * 1e6)
-                    gc.collect()  # what the level left, outside the next one's figure
+            costs, kernel = alternate(levels(folder, url, suite), n)
     print(f"short tasks, {IN_FLIGHT} in flight, µs of client CPU a task (median of 3; each):")
     base = previous = statistics.median(costs["L0 raw aiohttp client"])
     for name, values in costs.items():

@@ -1,8 +1,10 @@
-"""The client pool's aiohttp path: a request leaves in the step that sends it."""
+"""The HTTP client on asyncio (http/h1_backend.py): a request leaves in the step that sends it,
+its bytes are timed when they arrive, and its connection is reused only when it is whole."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import threading
@@ -13,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from perfbench.http import HttpClient
-from perfbench.http.aiohttp_backend import AiohttpBackend, _Started
+from perfbench.http import CallFailed, HttpClient
+from perfbench.http.h1_backend import H1Backend
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 
@@ -46,10 +48,10 @@ def one_shot_server() -> Iterator[tuple[str, threading.Event]]:
 
 def test_the_request_goes_out_before_anything_queued_behind_it_runs() -> None:
     """The moment perfbench marks a request sent, its bytes must be on the wire: TTFT counts
-    from there. aiohttp writes the body from a new task, which on Python 3.11 waits behind
-    every callback already queued, so at 64 busy streams a request sat in the client for up
-    to 36 ms after being marked sent. Here the callback queued at that moment blocks the loop
-    and looks whether the server has the request yet."""
+    from there. aiohttp's ClientSession wrote the body from a new task, which on Python 3.11
+    waits behind every callback already queued (at 64 busy streams a request sat in the client
+    up to 36 ms after being marked sent); perfbench's connections write it at once. Here the
+    callback queued at that moment blocks the loop and looks whether the server has it yet."""
     seen: list[bool] = []
 
     async def main(url: str, arrived: threading.Event) -> None:
@@ -69,60 +71,6 @@ def test_the_request_goes_out_before_anything_queued_behind_it_runs() -> None:
     with one_shot_server() as (url, arrived):
         asyncio.run(main(url, arrived))
     assert seen == [True]
-
-
-async def _steps(log: list[str], fut: asyncio.Future[int]) -> int:
-    log.append("before")
-    value = await fut
-    log.append("after")
-    return value * 2
-
-
-def test_started_runs_to_the_first_suspension_at_once_and_the_task_resumes_it() -> None:
-    async def main() -> None:
-        log: list[str] = []
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        coro = _Started(_steps(log, fut))
-        assert log == ["before"]  # ran eagerly, before any task exists
-        task = asyncio.ensure_future(coro)
-        await asyncio.sleep(0)
-        assert log == ["before"] and not task.done()
-        fut.set_result(21)
-        assert await task == 42
-        assert log == ["before", "after"]
-
-    asyncio.run(main())
-
-
-async def _finish_at_once() -> str:
-    return "done"
-
-
-async def _fail_at_once() -> None:
-    raise ValueError("broken")
-
-
-def test_started_gives_the_task_a_result_or_an_error_reached_eagerly() -> None:
-    async def main() -> None:
-        assert await asyncio.ensure_future(_Started(_finish_at_once())) == "done"
-        with pytest.raises(ValueError, match="broken"):
-            await asyncio.ensure_future(_Started(_fail_at_once()))
-
-    asyncio.run(main())
-
-
-def test_started_can_be_cancelled_while_suspended() -> None:
-    async def main() -> None:
-        log: list[str] = []
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(_Started(_steps(log, fut)))
-        await asyncio.sleep(0)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert log == ["before"] and fut.cancelled()
-
-    asyncio.run(main())
 
 
 HEADERS = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 20\r\n\r\n"
@@ -235,7 +183,7 @@ def test_bytes_that_arrive_while_the_client_works_are_timed_from_its_next_poll(
                 go.set()
                 time.sleep(0.2)  # noqa: ASYNC251 (the client busy: the loop is held)
                 got["poll"] = time.monotonic()
-                assert isinstance(pool._backend, AiohttpBackend)
+                assert isinstance(pool._backend, H1Backend)
                 pool._backend._stamps.poll()
                 got["polled"] = time.monotonic()
                 time.sleep(0.5)  # noqa: ASYNC251
@@ -277,10 +225,9 @@ def test_opening_a_target_makes_its_clients_before_the_first_task() -> None:
 
 
 def test_a_reply_complete_before_the_client_looks_is_still_timed_from_its_arrival() -> None:
-    """aiohttp lets go of a connection as soon as its body is complete: a reply that arrived
-    whole before perfbench looked had no connection, hence no protocol, hence no stamp, and
-    was timed when read (98–99.96% of replies on Python 3.12; on 3.11 the deferred release of
-    the writer task hid it, until that was fixed too)."""
+    """A reply that arrived whole before perfbench looked is timed from its arrival (through
+    aiohttp's ClientSession, whose connection let go of it once complete, 98–99.96% of replies
+    on Python 3.12 were timed when read)."""
     got: list[tuple[float | None, float]] = []
 
     async def main(url: str, arrived: threading.Event) -> None:
@@ -290,7 +237,7 @@ def test_a_reply_complete_before_the_client_looks_is_still_timed_from_its_arriva
         def busy() -> None:  # the reply comes, whole, while the client is busy
             arrived.wait(5)
             time.sleep(0.1)
-            assert isinstance(pool._backend, AiohttpBackend)
+            assert isinstance(pool._backend, H1Backend)
             pool._backend._stamps.poll()  # perfbench sees it waiting (between its own steps)
             time.sleep(0.3)
 
@@ -308,17 +255,200 @@ def test_a_reply_complete_before_the_client_looks_is_still_timed_from_its_arriva
     assert stamp is not None and read - stamp >= 0.25  # timed when first seen, not when read
 
 
-def test_the_private_aiohttp_hooks_perfbench_uses_are_there() -> None:
-    """aiohttp is bounded in pyproject.toml; a release inside the bound that renames one of
-    these would silently turn a measurement device off: this says which."""
-    import aiohttp
-    from aiohttp.client_proto import ResponseHandler
+def test_the_aiohttp_parts_perfbench_uses_are_there() -> None:
+    """aiohttp is bounded in pyproject.toml; a release inside the bound that moves one of these
+    breaks the client on asyncio or turns the compression-bomb check off: this says which."""
+    import aiohttp.http_parser
+    import aiohttp.streams
+    from aiohttp.base_protocol import BaseProtocol
+    from aiohttp.client_reqrep import _gen_default_accept_encoding
 
-    async def connector_factory() -> bool:
-        return hasattr(aiohttp.TCPConnector(), "_factory")  # the connection's protocol class
+    assert "gzip" in _gen_default_accept_encoding()
+    assert callable(getattr(aiohttp.http_parser.HttpResponseParser, "feed_data", None))
+    assert callable(getattr(BaseProtocol, "pause_reading", None))
+    loop = asyncio.new_event_loop()
+    try:
+        reader = aiohttp.streams.StreamReader(BaseProtocol(loop), 2**16, loop=loop)
+        assert hasattr(reader, "_low_water") and hasattr(reader, "total_bytes")
+    finally:
+        loop.close()
 
-    assert asyncio.run(connector_factory())
-    assert hasattr(ResponseHandler, "data_received")
-    assert callable(getattr(aiohttp.ClientRequest, "write_bytes", None))
-    assert callable(getattr(aiohttp.ClientResponse, "_ClientResponse__reset_writer", None))
-    assert isinstance(getattr(aiohttp.ClientResponse, "_writer", None), property)
+
+# -- the pool: what a server sees
+
+
+@contextmanager
+def counting_server(answers: Callable[[bytes], bytes | None]) -> Iterator[tuple[str, list[int]]]:
+    """A keep-alive loopback server in a thread: each request's bytes to ``answers``, which
+    gives the response (None: close the connection). Yields the URL and, per connection, how
+    many requests it served; connections served one at a time each in their own thread."""
+    served: list[int] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+
+    def one(conn: socket.socket, index: int) -> None:
+        with conn, contextlib.suppress(OSError):  # the client may close first: its choice
+            data = b""
+            while True:
+                while b"\r\n\r\n" not in data:
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    data += got
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                data = rest[length:]
+                reply = answers(head + b"\r\n\r\n" + rest[:length])
+                if reply is None:
+                    return
+                served[index] += 1
+                conn.sendall(reply)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            served.append(0)
+            threading.Thread(target=one, args=(conn, len(served) - 1), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", served
+    finally:
+        listener.close()
+
+
+def _post_all(url: str, limit: int, n: int, read: bool = True) -> list[int]:
+    async def main() -> list[int]:
+        pool = HttpClient(limit)
+
+        async def one(i: int) -> int:
+            async with pool.post(url + f"/v1/x?i={i}", b"{}", {}, 10.0, lambda: None) as r:
+                if read:
+                    await r.aread()
+                return r.status_code
+
+        try:
+            return list(await asyncio.gather(*(one(i) for i in range(n))))
+        finally:
+            await pool.aclose()
+
+    return asyncio.run(main())
+
+
+def test_at_most_concurrency_connections_each_reused() -> None:
+    with counting_server(lambda _: RESPONSE) as (url, served):
+        assert _post_all(url, 3, 30) == [200] * 30
+    assert len(served) == 3 and sum(served) == 30  # three connections, kept alive
+
+
+def test_a_body_left_unread_or_connection_close_is_not_reused() -> None:
+    # A body that came whole is the parser's already: the connection is clean. One that is
+    # still coming (1 MiB, the reader paused at 128 KiB) would be read as the next response.
+    big = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % 2**20 + b"x" * 2**20
+    with counting_server(lambda _: big) as (url, served):
+        assert _post_all(url, 1, 3, read=False) == [200] * 3
+    assert served == [1, 1, 1]
+    with counting_server(lambda _: RESPONSE) as (url, served):
+        assert _post_all(url, 1, 3, read=False) == [200] * 3
+    assert served == [3]
+    closing = RESPONSE.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n")
+    with counting_server(lambda _: closing) as (url, served):
+        assert _post_all(url, 1, 3) == [200] * 3
+    assert served == [1, 1, 1]
+
+
+def test_the_request_carries_its_headers_its_length_and_url_credentials() -> None:
+    seen: list[bytes] = []
+
+    def answer(request: bytes) -> bytes:
+        seen.append(request)
+        return RESPONSE
+
+    with counting_server(answer) as (url, _):
+        with_user = url.replace("http://", "http://al:pw@")
+
+        async def main() -> None:
+            pool = HttpClient(1, headers={"X-Default": "d"})
+            headers = {"Content-Type": "application/json", "x-default": "mine"}
+            async with pool.post(with_user + "/v1/a b?q=1", b'{"a":1}', headers, 5.0, lambda: None):
+                pass
+            await pool.aclose()
+
+        asyncio.run(main())
+    head, _, body = seen[0].partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "POST /v1/a%20b?q=1 HTTP/1.1" and body == b'{"a":1}'
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert fields["host"] == url.removeprefix("http://")
+    assert fields["content-length"] == "7" and fields["x-default"] == "mine"
+    assert fields["authorization"] == "Basic YWw6cHc="  # base64 of al:pw
+    assert "gzip" in fields["accept-encoding"]
+
+
+def test_a_header_that_would_split_the_request_is_refused() -> None:
+    async def main() -> None:
+        pool = HttpClient(1)
+        with pytest.raises(ValueError, match="CR or LF"):
+            pool.post("http://127.0.0.1:9/v1", b"{}", {"x": "a\r\nevil: 1"}, 5.0, lambda: None)
+        await pool.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_silent_server_times_out_and_a_dropped_one_is_classified() -> None:
+    headers_only = b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789"
+
+    def hold(_: bytes) -> bytes:
+        return headers_only  # 10 of 100 bytes, then silence
+
+    async def read(url: str, read_timeout: float) -> CallFailed:
+        pool = HttpClient(1)
+        try:
+            with pytest.raises(CallFailed) as failed:
+                async with pool.post(url + "/v1", b"{}", {}, read_timeout, lambda: None) as r:
+                    await r.aread()
+        finally:
+            await pool.aclose()
+        return failed.value
+
+    with counting_server(hold) as (url, _):
+        began = time.monotonic()
+        silent = asyncio.run(read(url, 0.3))
+        assert silent.kind == "timeout" and 0.3 <= time.monotonic() - began < 3.0
+    with counting_server(lambda _: None) as (url, _):  # closes without answering
+        assert asyncio.run(read(url, 5.0)).kind == "connection_dropped"
+    with counting_server(lambda _: b"SMTP ready\r\n\r\n") as (url, _):  # not HTTP
+        assert asyncio.run(read(url, 5.0)).kind == "connection_dropped"
+
+
+def test_a_request_cancelled_while_waiting_for_a_connection_gives_its_turn_on() -> None:
+    """At the limit, a request waits for a connection; cancelled while it waits (its task's
+    timeout), the next one still gets the connection when it is free."""
+    with counting_server(lambda _: RESPONSE) as (url, served):
+
+        async def main() -> list[int]:
+            pool = HttpClient(1)
+
+            async def one() -> int:
+                async with pool.post(url + "/v1", b"{}", {}, 5.0, lambda: None) as r:
+                    await r.aread()
+                    await asyncio.sleep(0.05)
+                    return r.status_code
+
+            first = asyncio.ensure_future(one())
+            await asyncio.sleep(0.01)
+            waiting = asyncio.ensure_future(one())
+            await asyncio.sleep(0.01)
+            waiting.cancel()
+            try:
+                return [await first, await one()]
+            finally:
+                await pool.aclose()
+
+        assert asyncio.run(main()) == [200, 200]
+    assert served == [2]
