@@ -3,10 +3,10 @@ response parsed by aiohttp's parser (llhttp, in C) into aiohttp's stream reader.
 
 Why not aiohttp's ``ClientSession``: on a short exchange its request machinery (URL and
 header objects, the request and response classes, the connector's bookkeeping, a writer task)
-cost 68 µs of client CPU a request where a protocol writing the request itself and handing
-the bytes to the same parser costs 28 (``python tests/bench/http_clients.py``, 64 in flight,
-the mock on the other core): at a short task's ceiling the client's own request was more than
-everything perfbench measures. What perfbench needs of a client is narrow: POST, keep-alive,
+cost 70.9 µs of client CPU a request where these connections, handing the bytes to the same
+parser, cost 38.1 with perfbench's stamps and timeout (``python tests/bench/http_clients.py``,
+64 in flight, the mock on the other core; the Rust-backed rnet 51.4, pyreqwest 45.5): at a
+short task's ceiling the client's own request cost more than everything perfbench measures. What perfbench needs of a client is narrow: POST, keep-alive,
 a read timeout, bounded reads, and its measurement devices, which a protocol of its own
 carries without private hooks:
 

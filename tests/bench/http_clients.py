@@ -10,15 +10,17 @@ client CPU a request (getrusage), each client alternated three times, medians:
                              keep-alive connections, aiohttp's parser, the arrival stamps)
   httpx's AsyncClient        httpx on its own transport (httpcore)
 
-Rust-backed clients (rnet, pyreqwest) run their I/O on threads of their own: bytes would be
-timed when Python sees them, not when they arrive, so they are not candidates for the
-measuring client (docs/architecture.md, "The HTTP client on asyncio").
+  rnet, pyreqwest            Rust-backed clients on PyPI, when installed in .venv (they are not
+                             perfbench's packages): their I/O runs on threads of their own, so
+                             bytes would be timed when Python hears of them, not when they
+                             arrive; measured for their cost only
 
 Usage: python tests/bench/http_clients.py [--quick]
 """
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import sys
 import tempfile
@@ -54,11 +56,43 @@ async def httpx_client(url: str, n: int) -> None:
         await slots(n, one)
 
 
+async def rnet_client(url: str, n: int) -> None:
+    import rnet  # type: ignore[import-not-found]  # not one of perfbench's packages
+
+    client = rnet.Client()
+
+    async def one() -> None:
+        response = await client.post(url + PATH, body=CONTENT, headers=HEADERS)
+        await response.bytes()
+
+    await slots(n, one)
+
+
+async def pyreqwest_client(url: str, n: int) -> None:
+    from pyreqwest.client import ClientBuilder  # type: ignore[import-not-found]
+
+    async with ClientBuilder().max_connections(IN_FLIGHT).build() as client:
+
+        async def one() -> None:
+            request = client.post(url + PATH).body_bytes(CONTENT).headers(HEADERS)
+            async with request.build_streamed() as response:
+                await response.body_reader.read()
+
+        await slots(n, one)
+
+
 CLIENTS: dict[str, Callable[[str, int], Awaitable[None]]] = {
     "aiohttp's ClientSession": raw,  # client_layers.py's L0
     "perfbench's connections": seam,  # its L2: HttpClient.post
     "httpx's AsyncClient": httpx_client,
 }
+# Rust-backed, measured when installed (``pip install rnet pyreqwest`` into .venv)
+for _name, _module, _client in (("rnet", "rnet", rnet_client),
+                                ("pyreqwest", "pyreqwest", pyreqwest_client)):  # fmt: skip
+    if importlib.util.find_spec(_module) is not None:
+        CLIENTS[_name] = _client
+    else:
+        print(f"{_name}: not installed, not measured")
 
 
 def _on_uvloop(client: Callable[[str, int], Awaitable[None]], url: str) -> Callable[[int], None]:

@@ -54,6 +54,9 @@ def started(environment, **kwargs):
 
 @events.test_stop.add_listener
 def stopped(environment, **kwargs):
+    if state.get("stopped"):  # Locust may fire test_stop twice (quit, then exit)
+        return
+    state["stopped"] = True
     state["cpu"] = time.process_time() - state["cpu"]
     state["wall"] = time.monotonic() - state["wall"]
     with open(os.environ["OUT"], "w") as out:
