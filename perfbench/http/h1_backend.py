@@ -6,9 +6,9 @@ header objects, the request and response classes, the connector's bookkeeping, a
 cost 70.9 µs of client CPU a request where these connections, handing the bytes to the same
 parser, cost 38.1 with perfbench's stamps and timeout (``python tests/bench/http_clients.py``,
 64 in flight, the mock on the other core; the Rust-backed rnet 51.4, pyreqwest 45.5): at a
-short task's ceiling the client's own request cost more than everything perfbench measures. What perfbench needs of a client is narrow: POST, keep-alive,
-a read timeout, bounded reads, and its measurement devices, which a protocol of its own
-carries without private hooks:
+short task's ceiling the client's own request cost more than everything perfbench measures.
+What perfbench needs of a client is narrow: POST, keep-alive, a read timeout, bounded reads,
+and its measurement devices, which a protocol of its own carries without private hooks:
 
 - the connection's protocol notes when body bytes *arrive* (``stamps.SocketStamps``, polled
   between perfbench's steps), so tokens are timed from their arrival, not from when a busy
