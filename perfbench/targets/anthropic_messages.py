@@ -11,6 +11,7 @@ from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
 from perfbench.targets.chat import (
+    PIECES,
     Messages,
     ModelReply,
     ToolCall,
@@ -184,6 +185,8 @@ def _delta(
     if kind == "text_delta" and delta.get("text"):
         call.token(content=True)
         text.append(text_of(delta["text"], "a text_delta's text"))
+        if len(text) > PIECES:  # joined as the stream goes: memory (chat.PIECES)
+            text[:] = ["".join(text)]
     elif kind == "input_json_delta" and delta.get("partial_json"):
         call.token(content=False)
         block = blocks.get(doc.get("index", -1))

@@ -19,6 +19,10 @@ from perfbench.task import ModelCall
 
 Messages = list[dict[str, Any]]
 EXCERPT = 300  # characters of a refused answer's body kept in its sample
+# A stream's text pieces held before they are joined into one: a piece is a str object of its
+# own (~50 bytes for a 1-character token), so a 64 MiB stream of tiny tokens (a compression
+# bomb, up to limits.MAX_BODY) held ~70 MiB of them; joined every PIECES, a few MiB.
+PIECES = 8192
 
 
 @dataclass(slots=True)

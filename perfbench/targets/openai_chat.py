@@ -13,6 +13,7 @@ from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
 from perfbench.targets.chat import (
+    PIECES,
     Messages,
     ModelReply,
     ToolCall,
@@ -171,6 +172,8 @@ def _delta(
     if content and isinstance(content, str):
         call.token(content=True)
         text.append(content)
+        if len(text) > PIECES:  # joined as the stream goes: memory (chat.PIECES)
+            text[:] = ["".join(text)]
     if len(delta) == 1 and content is not None:
         return
     # Reasoning deltas (DeepSeek's reasoning_content, OpenRouter/vLLM's reasoning) carry

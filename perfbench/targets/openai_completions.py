@@ -20,6 +20,7 @@ from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
 from perfbench.targets.chat import (
+    PIECES,
     Messages,
     ModelReply,
     ToolCall,
@@ -112,6 +113,8 @@ def _apply(chunk: dict[str, Any], reply: ModelReply, text: list[str], call: Mode
         if piece:
             call.token(content=True)
             text.append(piece)
+            if len(text) > PIECES:  # joined as the stream goes: memory (chat.PIECES)
+                text[:] = ["".join(text)]
         finish = choice.get("finish_reason")
         if finish:
             reply.finish = finish

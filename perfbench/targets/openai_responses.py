@@ -30,6 +30,7 @@ from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.targets import sse
 from perfbench.targets.chat import (
+    PIECES,
     Messages,
     ModelReply,
     ToolCall,
@@ -136,6 +137,8 @@ class _Stream:
                     texts = self.texts[index] = []
                     self._item(index, "message")
                 texts.append(delta)
+                if len(texts) > PIECES:  # joined as the stream goes: memory (chat.PIECES)
+                    texts[:] = ["".join(texts)]
         elif kind == "response.function_call_arguments.delta":
             delta = text_of(doc.get("delta"), "a function_call_arguments delta")
             item = self._item(_index(doc), "function_call")

@@ -82,10 +82,15 @@ class Parser:
         """``feed`` for a chunk without CR, as every provider sends: the same fields, with the
         usual ``data: …`` line and blank line handled inline rather than one call per line
         (``tests/bench/test_stream_path.py`` times this path)."""
+        out = self._whole_events(chunk) if not self._data and not self._name else []
+        if out:  # the chunk's run of whole events taken at once: the rest, line by line
+            chunk = chunk[chunk.rfind(b"\n\n") + 2 :]
+            if not chunk:
+                self._pending = b""
+                return out
         lines = chunk.split(b"\n")
         self._pending = lines.pop()  # b"" when the chunk ends a line
         self._check(len(self._pending))
-        out: list[Event] = []
         data = self._data
         for line in lines:
             if line.startswith(b"data: "):
@@ -99,6 +104,23 @@ class Parser:
                 self._dispatch(out)
                 data = self._data
         return out
+
+    @staticmethod
+    def _whole_events(chunk: bytes) -> list[Event]:
+        """The events of the chunk's start up to its last blank line when each is one
+        ``data: …`` line, as providers send tokens (a few dozen to a chunk in a long
+        stream): split at once, not line by line (~500 → ~200 ns an event). Else none.
+        Each event holds exactly two of the run's LFs, so a run with any other line (a
+        second data line, ``event:``, a comment, a stray blank line) is left to the loop."""
+        if not chunk.startswith(b"data: "):
+            return []
+        end = chunk.rfind(b"\n\n")
+        if end < 0:
+            return []
+        events = chunk[6:end].decode("utf-8", "replace").split("\n\ndata: ")
+        if chunk.count(b"\n", 0, end + 2) != 2 * len(events):
+            return []
+        return [_event(("message", data)) for data in events]
 
     def _hold(self, chunk: bytes) -> None:
         self._held.append(chunk)

@@ -78,6 +78,39 @@ def test_sse_reads_every_event_whatever_the_line_ends_and_chunk_cuts(
     assert got == [Event(name, "\n".join(lines)) for name, lines in sent]
 
 
+# Lines as servers send them, LF-ended: mostly one-data-line events (which a chunk's run of
+# whole events splits at once), with the lines that must send it back to the line loop.
+_lines = st.lists(
+    st.one_of(
+        _field_text.map(lambda t: f"data: {t}\n\n"),
+        _field_text.map(lambda t: f"data: {t}\n"),
+        _field_text.map(lambda t: f"data:{t}\n"),
+        _field_text.map(lambda t: f"event: {t}\n"),
+        _field_text.map(lambda t: f": {t}\n"),
+        st.just("\n"),
+        st.just("data: [DONE]\n\n"),
+    ),
+    max_size=12,
+)
+
+
+def _feed(parts: list[bytes]) -> list[Event]:
+    parser = Parser()
+    return [event for part in parts for event in parser.feed(part)] + parser.close()
+
+
+@BOUNDED
+@given(lines=_lines, cuts=st.lists(st.integers(0, 400)))
+def test_sse_whole_events_in_one_chunk_parse_as_line_by_line(
+    lines: list[str], cuts: list[int]
+) -> None:
+    body = "".join(lines).encode()
+    edges = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
+    chunked = _feed([body[a:b] for a, b in itertools.pairwise(edges)])
+    # One byte a chunk never holds a whole event: every line goes through the line loop.
+    assert chunked == _feed([body[i : i + 1] for i in range(len(body))])
+
+
 @BOUNDED
 @given(chunks=st.lists(st.binary(max_size=64), max_size=12))
 def test_sse_takes_any_bytes_without_raising(chunks: list[bytes]) -> None:

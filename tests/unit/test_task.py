@@ -37,7 +37,7 @@ def test_tokens_are_timed_from_the_chunks_arrival_not_from_when_they_are_parsed(
     call.token()
     call.token()
     assert t.steps[0].ttft == pytest.approx(0.3)
-    assert t._gaps == [0.0]  # two tokens of one chunk arrived together
+    assert list(t._gaps) == [0.0]  # two tokens of one chunk arrived together
 
 
 def test_a_transport_stamp_on_the_monotonic_clock_is_used_within_sent_and_now() -> None:
@@ -51,7 +51,7 @@ def test_a_transport_stamp_on_the_monotonic_clock_is_used_within_sent_and_now() 
     assert t.steps[0].ttft == pytest.approx(0.0005, abs=1e-9)
     call.arrived(sent - 1.0)  # impossible: before the request left (and the last token)
     call.token()
-    assert t._gaps == [0.0]  # clamped: no negative gap
+    assert list(t._gaps) == [0.0]  # clamped: no negative gap
     call.arrived(time.monotonic() + 60)  # from the future: clamped to now
     call.token()
     assert 0.0 <= t._gaps[1] < 1.0
