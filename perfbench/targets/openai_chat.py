@@ -136,7 +136,15 @@ def _apply(
         for choice in choices:
             delta = choice.get("delta")
             if delta:
-                _delta(delta, calls, text, call)
+                content = delta.get("content")
+                if len(delta) == 1 and content and type(content) is str:
+                    # The usual delta, content alone, inline: _delta's first branch
+                    call.token(content=True)
+                    text.append(content)
+                    if len(text) > PIECES:  # joined as the stream goes: memory (chat.PIECES)
+                        text[:] = ["".join(text)]
+                else:
+                    _delta(delta, calls, text, call)
             finish = choice.get("finish_reason")
             if finish:
                 reply.finish = finish
