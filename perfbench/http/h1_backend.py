@@ -333,8 +333,8 @@ class _Connection(StampedProtocol, BaseProtocol):
 
     def _expire(self) -> None:
         self._timer = None
-        if not self._timing or self.closed:
-            return  # between exchanges: the next one arms a timer of its own
+        if not self._timing or self.closed or (self.payload is not None and self.payload.is_eof()):
+            return  # nothing awaited from the server: the next exchange arms a timer of its own
         now = self._loop.time()
         due = self._active + self._timeout
         if self._reading_paused or due > now:  # a paused read is perfbench's wait, not theirs

@@ -390,6 +390,23 @@ def test_the_request_carries_its_headers_its_length_and_url_credentials() -> Non
     assert "gzip" in fields["accept-encoding"]
 
 
+def test_a_reply_read_whole_is_not_timed_out_while_its_caller_works() -> None:
+    """The read timeout is the server's silence: once the body is in, a caller slower than
+    the timeout before it lets go keeps a connection that is fine to reuse."""
+
+    async def main(url: str) -> None:
+        pool = HttpClient(1)
+        for _ in range(2):
+            async with pool.post(url + "/v1", b"{}", {}, 0.05, lambda: None) as response:
+                await response.aread()
+                await asyncio.sleep(0.2)
+        await pool.aclose()
+
+    with counting_server(lambda _: RESPONSE) as (url, served):
+        asyncio.run(main(url))
+    assert served == [2]
+
+
 def test_a_header_that_would_split_the_request_is_refused() -> None:
     async def main() -> None:
         pool = HttpClient(1)
