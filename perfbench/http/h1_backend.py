@@ -54,6 +54,9 @@ from perfbench.version import __version__
 
 CONNECT_S = 10.0  # how long a new connection may take (aiohttp's sock_connect before)
 KEEPALIVE_S = 60.0  # an idle connection older than this is closed, not reused
+# How long closing the client waits for its connections to go: a TLS connection's socket closes
+# after the close_notify exchange, and a loop that ends first leaves it open (and warns).
+CLOSE_S = 2.0
 # Bytes a body's reads may take before the loop runs again and the ratio is checked (1,000-
 # token streams are ~0.2 MiB: they never pay for it).
 _CHECK_EVERY = 2**20
@@ -94,7 +97,7 @@ class H1Backend:
         return _Post(self._pool, target, request, read_timeout, sent)
 
     async def aclose(self) -> None:
-        self._pool.close()
+        await self._pool.close()
         self._stamps.close()
 
 
@@ -167,7 +170,7 @@ class _Pool:
     """Idle connections by (host, port, tls), newest first; at most ``limit`` in use, the
     rest waiting their turn in order."""
 
-    __slots__ = ("_idle", "_in_use", "_limit", "_stamps", "_waiters")
+    __slots__ = ("_idle", "_in_use", "_limit", "_open", "_stamps", "_waiters")
 
     def __init__(self, limit: int, stamps: SocketStamps) -> None:
         self._limit = max(0, limit)
@@ -175,6 +178,7 @@ class _Pool:
         self._idle: dict[tuple[str, int, bool], list[_Connection]] = {}
         self._in_use = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._open: set[_Connection] = set()  # every connection whose socket is not yet closed
 
     async def acquire(self, url: _Url) -> _Connection:
         if self._limit and self._in_use >= self._limit:
@@ -221,6 +225,8 @@ class _Pool:
         except (OSError, TimeoutError, ssl.SSLError) as exc:
             why = f"no connection within {CONNECT_S:g} s" if isinstance(exc, TimeoutError) else exc
             raise CallFailed("connect_error", f"cannot connect to {url.public}: {why}") from exc
+        self._open.add(conn)
+        conn.lost.add_done_callback(lambda _: self._open.discard(conn))
         return conn
 
     def release(self, conn: _Connection, url: _Url, reuse: bool) -> None:
@@ -239,11 +245,18 @@ class _Pool:
                 return
         self._in_use -= 1
 
-    def close(self) -> None:
-        for idle in self._idle.values():
-            for conn in idle:
-                conn.close()
+    async def close(self) -> None:
+        """Close every connection, and wait until their sockets are (at most ``CLOSE_S``;
+        then they are aborted)."""
         self._idle.clear()
+        going = list(self._open)
+        for conn in going:
+            conn.close()
+        if going:
+            await asyncio.wait([conn.lost for conn in going], timeout=CLOSE_S)
+        for conn in going:
+            if not conn.lost.done() and conn.transport is not None:
+                conn.transport.abort()
 
 
 @functools.cache
@@ -278,6 +291,7 @@ class _Connection(StampedProtocol, BaseProtocol):
         self._timing = False  # an exchange is waiting on the server
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self.lost: asyncio.Future[None] = loop.create_future()  # done when the socket is closed
 
     # -- an exchange
 
@@ -360,6 +374,8 @@ class _Connection(StampedProtocol, BaseProtocol):
             self.close()
             return
         for message, payload in messages:
+            if 100 <= message.code < 200 and message.code != 101:
+                continue  # 100 Continue, 103 Early Hints: the answer follows (as aiohttp skips)
             waiter = self._waiter
             if waiter is None or waiter.done():  # bytes nobody asked for: not a keep-alive peer
                 self.close()
@@ -382,6 +398,8 @@ class _Connection(StampedProtocol, BaseProtocol):
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(_dropped("the server closed the connection", exc))
+        if not self.lost.done():
+            self.lost.set_result(None)
         super().connection_lost(exc)
 
     def _fail(self, exc: BaseException) -> None:

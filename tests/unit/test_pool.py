@@ -255,23 +255,95 @@ def test_a_reply_complete_before_the_client_looks_is_still_timed_from_its_arriva
     assert stamp is not None and read - stamp >= 0.25  # timed when first seen, not when read
 
 
-def test_the_aiohttp_parts_perfbench_uses_are_there() -> None:
-    """aiohttp is bounded in pyproject.toml; a release inside the bound that moves one of these
-    breaks the client on asyncio or turns the compression-bomb check off: this says which."""
-    import aiohttp.http_parser
-    import aiohttp.streams
-    from aiohttp.base_protocol import BaseProtocol
+# aiohttp's underscore-private names the client relies on, and for what. pyproject.toml bounds
+# aiohttp; a release inside the bound that moves one fails here, saying which.
+PRIVATE = {
+    "_gen_default_accept_encoding": "the Accept-Encoding aiohttp sends: the codings it decodes",
+    "_parser": "where BaseProtocol's flow control finds the parser to pause",
+    "_reading_paused": "a read perfbench holds back is not the server's silence (read timeout)",
+    "_loop": "the loop BaseProtocol keeps, for the connection's timer",
+}
+
+
+def test_the_private_aiohttp_names_the_client_uses_are_all_pinned() -> None:
+    """Every underscore name h1_backend takes from aiohttp (an import, or an attribute its
+    connection reads but never sets, which is BaseProtocol's) is one of ``PRIVATE``: a new
+    one is pinned here, with what it is for, before it ships."""
+    import ast
+    import inspect
+
+    from perfbench.http import h1_backend
+
+    tree = ast.parse(inspect.getsource(h1_backend))
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aiohttp")
+        for alias in node.names
+        if alias.name.startswith("_")
+    }
+    [conn] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_Connection"]
+    used, own = set(), set()
+    for node in ast.walk(conn):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "self" and node.attr.startswith("_")):  # fmt: skip
+            (own if isinstance(node.ctx, ast.Store) else used).add(node.attr)
+    methods = {n.name for n in conn.body if isinstance(n, ast.FunctionDef)}
+    inherited = used - own - methods
+    assert imported | inherited <= set(PRIVATE), imported | inherited - set(PRIVATE)
+    assert "_gen_default_accept_encoding" in imported and "_reading_paused" in inherited
+
+
+def test_the_private_aiohttp_names_mean_what_the_client_takes_them_for() -> None:
+    """Each of ``PRIVATE`` at work: the Accept-Encoding names gzip; a body past the stream
+    reader's buffer pauses the socket through ``_parser`` and sets ``_reading_paused`` (what
+    the read timeout looks at), and reading it resumes both."""
     from aiohttp.client_reqrep import _gen_default_accept_encoding
 
-    assert "gzip" in _gen_default_accept_encoding()
-    assert callable(getattr(aiohttp.http_parser.HttpResponseParser, "feed_data", None))
-    assert callable(getattr(BaseProtocol, "pause_reading", None))
-    loop = asyncio.new_event_loop()
-    try:
-        reader = aiohttp.streams.StreamReader(BaseProtocol(loop), 2**16, loop=loop)
-        assert hasattr(reader, "_low_water") and hasattr(reader, "total_bytes")
-    finally:
-        loop.close()
+    from perfbench.http.h1_backend import _Connection
+    from perfbench.http.stamps import SocketStamps
+
+    assert "gzip" in _gen_default_accept_encoding().split(", ")
+
+    class Transport(asyncio.Transport):
+        paused = False
+
+        def pause_reading(self) -> None:
+            self.paused = True
+
+        def resume_reading(self) -> None:
+            self.paused = False
+
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return default
+
+        def write(self, data: Any) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    async def main() -> tuple[bool, bool, bool, bool]:
+        loop = asyncio.get_running_loop()
+        stamps = SocketStamps()
+        conn = _Connection(loop, stamps)
+        assert conn._loop is loop and conn._parser is not None
+        transport = Transport()
+        conn.connection_made(transport)
+        exchange = asyncio.ensure_future(conn.exchange(b"POST / HTTP/1.1\r\n\r\n", 10.0))
+        await asyncio.sleep(0)
+        size = 2**20
+        conn.data_received(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size)
+        _, payload = await exchange
+        conn.data_received(b"x" * size)  # past the reader's high water: it pauses the socket
+        paused = (transport.paused, conn._reading_paused)
+        body = await payload.read()
+        conn.done()
+        conn.close()
+        stamps.close()
+        return (*paused, not transport.paused and not conn._reading_paused, len(body) == size)
+
+    assert asyncio.run(main()) == (True, True, True, True)
 
 
 # -- the pool: what a server sees
