@@ -8,10 +8,10 @@ STAMP := $(VENV)/.installed
 TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
 	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
 
-.PHONY: help install demo example test lint typecheck unit bench bench-locust profile timing clean
+.PHONY: help install demo example test test-slow lint typecheck unit bench bench-locust profile timing clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,9 +74,14 @@ lint: $(STAMP) ## ruff and mypy --strict
 SERIAL := $(TIMING) tests/e2e/test_mock_server.py tests/e2e/test_sweep_http.py \
 	tests/e2e/test_calibrate.py
 
-test: lint ## lint, type-check and run the test suite
-	$(PY) -m pytest -q -n 2 --dist loadfile $(SERIAL:%=--ignore=%)
-	$(PY) -m pytest -q $(SERIAL)
+# The statistical simulations (100 seeded comparisons) and the longest property tests are marked
+# `slow`: make test leaves them to make test-slow, which CI (.ci/run) runs too.
+test: lint ## lint, type-check and run the test suite (but the slow simulations)
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" $(SERIAL:%=--ignore=%)
+	$(PY) -m pytest -q -m "not slow" $(SERIAL)
+
+test-slow: $(STAMP) ## the slow tests alone: statistical simulations, long property tests
+	$(PY) -m pytest -q -n 2 -m slow -p no:cacheprovider
 
 timing: $(STAMP) ## the timing tests alone (on another Python: PYTHON=python3.12 VENV=.venv-3.12)
 	$(PY) -m pytest -q -p no:cacheprovider $(TIMING)

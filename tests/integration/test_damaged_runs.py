@@ -539,6 +539,7 @@ def said_plainly(result: Result, run_dir: Path) -> bool:
     return str(run_dir) in result.output
 
 
+@pytest.mark.slow  # make test-slow: 60 generated damages, a run folder each
 @settings(max_examples=60, deadline=None)
 @given(how=DAMAGES)
 def test_damaged_run_folders_give_a_clear_error_or_a_result_never_a_traceback(

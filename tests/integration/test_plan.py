@@ -45,6 +45,7 @@ def trials(metric: str, effect: float, slower: float, first_seed: int) -> list[C
     return out
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 @pytest.mark.parametrize(("metric", "effect"), [("p95", 0.20), ("mean", 0.15), ("p50", 0.20)])
 def test_the_planned_runs_catch_the_planned_change_90_times_in_100(
     metric: str, effect: float

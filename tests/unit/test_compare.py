@@ -98,6 +98,7 @@ def side(rng: random.Random, scale: float, runs: int = 5, noise: float = NOISE) 
     return summary_of([run_metrics(rng, scale, noise) for _ in range(runs)])
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 def test_a_a_raises_no_regression_in_95_of_100_trials() -> None:
     rules = Rules()
     alarms = 0
@@ -108,6 +109,7 @@ def test_a_a_raises_no_regression_in_95_of_100_trials() -> None:
     assert alarms <= 5
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 def test_a_20_percent_p95_regression_is_caught_in_95_of_100_trials() -> None:
     rules = Rules()
     caught = 0
@@ -125,6 +127,7 @@ def with_outlier(summary: dict[str, Any], rng: random.Random, factor: float) -> 
     return summary_of(runs)
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 def test_one_slow_run_does_not_flip_the_verdict() -> None:
     """The same data with one run replaced by a run twice as slow gets the same verdict: in
     A/A (slow run in the candidate) and under a real 20% regression (slow run in the baseline)."""

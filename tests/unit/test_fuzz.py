@@ -10,6 +10,7 @@ import random
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -121,6 +122,7 @@ def test_sse_takes_any_bytes_without_raising(chunks: list[bytes]) -> None:
     parser.close()
 
 
+@pytest.mark.slow  # make test-slow: generated header sets, each read
 @BOUNDED
 @given(headers=st.dictionaries(st.sampled_from(RETRY_HEADERS), HEADER_VALUES))
 def test_a_garbage_retry_after_never_raises_nor_asks_a_wait_a_run_would_sit_out(

@@ -62,6 +62,7 @@ def test_holm_and_benjamini_hochberg_adjust_as_their_definitions() -> None:
     assert holm([]) == [] and benjamini_hochberg([0.2]) == [0.2]
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 def test_a_a_at_the_demo_suites_noise_fails_at_most_5_of_100_even_strict() -> None:
     """Twelve gated metrics at 5–17% run-to-run noise: with no correction and fixed
     thresholds, about half of such pairs were flagged (3 of 6 in the review)."""

@@ -734,6 +734,7 @@ def tally(kind: str, outcome: str) -> None:
     counted[kind][outcome] += 1
 
 
+@pytest.mark.slow  # make test-slow: generated case files, each run on the mock
 @GENERATED
 @given(data=case_files())
 def test_a_generated_case_file_loads_and_can_be_sent_or_is_refused_located(

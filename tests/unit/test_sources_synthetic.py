@@ -20,6 +20,7 @@ def lengths(spec: str, tokenizer: str = "o200k_base") -> list[int]:
     return [tok.count(c.prompt_text()) for c in synthetic_suite(spec).cases]
 
 
+@pytest.mark.slow  # make test-slow: 1,000 prompts tokenised a language
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_constant_lengths_are_exact_over_a_thousand_prompts(language: str) -> None:
     suite = synthetic_suite(f"input=512,output=128,n=1000,language={language},seed=7")
