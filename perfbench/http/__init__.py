@@ -1,12 +1,18 @@
 """The HTTP client beneath the targets: one seam, ``HttpClient.post``, sized for the planned
 load (DESIGN §7).
 
-On asyncio (every real run) requests go over perfbench's own HTTP/1.1 connections, parsed by
-aiohttp's parser (``h1_backend``): at most ``concurrency`` keep-alive connections in use, with
-perfbench's measurement devices (arrival stamps, "sent" marked as the request is written).
-Elsewhere (trio, which the tests use for virtual time, and respx's mocks) it is httpx's own
-transport (``httpx_backend``). Why not httpx, nor aiohttp's ClientSession, on asyncio:
-docs/architecture.md, "The HTTP client on asyncio".
+Two backends, chosen by ``backend``:
+
+- ``"h1"``, every real run's: perfbench's own HTTP/1.1 connections on asyncio, parsed by
+  aiohttp's parser (``h1_backend``): at most ``concurrency`` keep-alive connections in use,
+  with perfbench's measurement devices (arrival stamps, "sent" marked as the request is
+  written). tests/conformance/test_servers.py holds it to uvicorn, hypercorn and granian.
+- ``"httpx"``: httpx's own transport (``httpx_backend``), for trio (the tests' virtual time)
+  and for a given httpx transport (respx's mocks, ``httpx.MockTransport``).
+
+``"auto"`` (the default) is ``"h1"`` on asyncio without a transport, else ``"httpx"``; a test
+that asks for ``"h1"`` gets it or an error, never httpx in its place. Why not httpx, nor
+aiohttp's ClientSession, on asyncio: docs/architecture.md, "The HTTP client on asyncio".
 
 Either way the body comes back as a ``Response`` (status, headers, ``aread``, ``aiter_bytes``),
 and transport failures as ``CallFailed`` (``failures``: one map for both). No pool timeout: the
@@ -18,10 +24,11 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import httpx
 
+from perfbench.errors import TargetError
 from perfbench.http.failures import CallFailed, reraise
 from perfbench.http.urls import reachable
 
@@ -29,7 +36,9 @@ if TYPE_CHECKING:
     from perfbench.http.h1_backend import H1Backend
     from perfbench.http.httpx_backend import HttpxBackend
 
-__all__ = ["CallFailed", "HttpClient", "Response"]
+__all__ = ["Backend", "CallFailed", "HttpClient", "Response"]
+
+Backend = Literal["auto", "h1", "httpx"]
 
 
 class Response(Protocol):
@@ -60,13 +69,26 @@ class HttpClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: dict[str, str] | None = None,
+        backend: Backend = "auto",
     ) -> None:
+        if backend == "h1" and transport is not None:
+            raise TargetError("an httpx transport needs the httpx backend: backend='httpx'")
         # Connections to keep open; 0: as many as the load needs (an open loop must never wait
         # on the client for a connection).
         self.concurrency = max(0, concurrency)
         self._transport = transport  # a test's mock transport wins over everything
         self._headers = headers
+        self._asked = backend
         self._backend: H1Backend | HttpxBackend | None = None
+
+    @property
+    def backend(self) -> Literal["h1", "httpx"]:
+        """The backend requests go through (decided on first use when asked for ``auto``)."""
+        if self._backend is None:
+            self._backend = self._build()
+        from perfbench.http.h1_backend import H1Backend
+
+        return "h1" if isinstance(self._backend, H1Backend) else "httpx"
 
     def prepare(self) -> None:
         """Build the clients now (in the event loop, before anything is measured): the first
@@ -76,7 +98,10 @@ class HttpClient:
             self._backend = self._build()
 
     def _build(self) -> H1Backend | HttpxBackend:
-        if self._transport is None and _on_asyncio():
+        asked, asyncio_ = self._asked, _on_asyncio()
+        if asked == "h1" and not asyncio_:
+            raise TargetError("the h1 HTTP client runs on asyncio only: backend='httpx' here")
+        if asked == "h1" or (asked == "auto" and self._transport is None and asyncio_):
             from perfbench.http.h1_backend import H1Backend
 
             return H1Backend(self.concurrency, self._headers)

@@ -8,7 +8,9 @@ parser, cost 38.1 with perfbench's stamps and timeout (``python tests/bench/http
 64 in flight, the mock on the other core; the Rust-backed rnet 51.4, pyreqwest 45.5): at a
 short task's ceiling the client's own request cost more than everything perfbench measures.
 What perfbench needs of a client is narrow: POST, keep-alive, a read timeout, bounded reads,
-and its measurement devices, which a protocol of its own carries without private hooks:
+and its measurement devices, which a protocol of its own carries (aiohttp's parser, stream
+reader and protocol class; four underscore names of aiohttp's, pinned with what each is for by
+``PRIVATE`` in tests/unit/test_pool.py):
 
 - the connection's protocol notes when body bytes *arrive* (``stamps.SocketStamps``, polled
   between perfbench's steps), so tokens are timed from their arrival, not from when a busy

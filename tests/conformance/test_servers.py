@@ -139,7 +139,7 @@ def run(body: Callable[[HttpClient], Awaitable[Any]], connections: int = 1) -> A
     """``body`` with an ``h1`` client on asyncio, closed after."""
 
     async def main() -> Any:
-        client = HttpClient(connections)
+        client = HttpClient(connections, backend="h1")  # never httpx in its place
         try:
             return await body(client)
         finally:

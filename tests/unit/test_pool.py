@@ -255,6 +255,32 @@ def test_a_reply_complete_before_the_client_looks_is_still_timed_from_its_arriva
     assert stamp is not None and read - stamp >= 0.25  # timed when first seen, not when read
 
 
+def test_the_backend_is_the_one_asked_for_or_an_error_never_another() -> None:
+    """``auto`` is h1 on asyncio and httpx under trio or with a transport; ``h1`` asked for
+    where it cannot run is an error that says what to ask for instead."""
+    import anyio
+    import httpx
+
+    from perfbench.errors import TargetError
+
+    async def built(**kwargs: Any) -> str:
+        client = HttpClient(1, **kwargs)
+        try:
+            return client.backend
+        finally:
+            await client.aclose()
+
+    mock = httpx.MockTransport(lambda request: httpx.Response(200))
+    assert anyio.run(built, backend="asyncio") == "h1"
+    assert anyio.run(lambda: built(transport=mock), backend="asyncio") == "httpx"
+    assert anyio.run(built, backend="trio") == "httpx"
+    assert anyio.run(lambda: built(backend="httpx"), backend="asyncio") == "httpx"
+    with pytest.raises(TargetError, match="runs on asyncio only: backend='httpx'"):
+        anyio.run(lambda: built(backend="h1"), backend="trio")
+    with pytest.raises(TargetError, match="needs the httpx backend"):
+        HttpClient(1, transport=mock, backend="h1")
+
+
 # aiohttp's underscore-private names the client relies on, and for what. pyproject.toml bounds
 # aiohttp; a release inside the bound that moves one fails here, saying which.
 PRIVATE = {
