@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The tests whose outcome depends on the Python version (asyncio's eager tasks, and aiohttp's
 # branches on them): `make timing PYTHON=python3.12 VENV=.venv-3.12` runs them on another one.
+# (tests/conformance/test_servers.py asserts no timing: it runs with the rest, in two processes.)
 TIMING := tests/unit/test_pool.py tests/e2e/test_timing_under_load.py \
-	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py tests/conformance
+	tests/e2e/test_model_agent.py tests/e2e/test_hostile_servers.py \
+	tests/conformance/test_targets.py tests/conformance/test_proxied_targets.py
 
 .PHONY: help install demo example test test-slow lint typecheck unit bench bench-locust profile timing clean
 

@@ -8,6 +8,8 @@ granian). Every route answers a POST; ``python asgi_app.py KIND PORT [CERT KEY]`
     /stream?n=N    N server-sent events, one a send (a model's token stream)
     /drop?n=N      N events, then the application fails: the server closes mid-body
     /headers?size=N  a JSON body under a header ``x-big`` of N bytes
+    /v1/chat/completions       an OpenAI-compatible answer of three tokens, streamed or not
+    /fail/v1/chat/completions  the same stream, failing after its first two chunks
 """
 
 from __future__ import annotations
@@ -100,8 +102,43 @@ async def _headers(scope: Scope, body: bytes, query: dict[str, int], send: Send)
     await send({"type": "http.response.body", "body": b"{}"})
 
 
+WORDS = ("Paris ", "is ", "France's capital.")
+USAGE = {"prompt_tokens": 9, "completion_tokens": len(WORDS), "total_tokens": 9 + len(WORDS)}
+
+
+def _chunk(delta: dict[str, str] | None = None, usage: dict[str, int] | None = None) -> bytes:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
+    data = {"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": choices}
+    if usage is not None:
+        data["usage"] = usage
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+async def _chat(scope: Scope, body: bytes, query: dict[str, int], send: Send) -> None:
+    failing = scope["path"].startswith("/fail/")
+    if not json.loads(body).get("stream"):
+        message = {"role": "assistant", "content": "".join(WORDS)}
+        answer = json.dumps({"id": "c", "object": "chat.completion", "model": "m", "usage": USAGE,
+                             "choices": [{"index": 0, "message": message,
+                                          "finish_reason": "stop"}]}).encode()  # fmt: skip
+        await _start(send, b"application/json", length=len(answer))
+        await send({"type": "http.response.body", "body": answer})
+        return
+    await _start(send, b"text/event-stream")
+    chunks = [_chunk({"role": "assistant", "content": ""})]
+    chunks += [_chunk({"content": word}) for word in WORDS]
+    chunks += [_chunk(usage=USAGE), b"data: [DONE]\n\n"]
+    for i, chunk in enumerate(chunks):
+        if failing and i == 2:
+            raise RuntimeError("the model server fails mid-answer (on purpose)")
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await asyncio.sleep(0.002)
+    await send({"type": "http.response.body", "body": b""})
+
+
 ROUTES = {"/json": _json, "/chunks": _chunks, "/stream": _stream, "/drop": _drop,
-          "/headers": _headers}  # fmt: skip
+          "/headers": _headers, "/v1/chat/completions": _chat,
+          "/fail/v1/chat/completions": _chat}  # fmt: skip
 
 
 def serve(kind: str, port: int, cert: str | None, key: str | None) -> None:

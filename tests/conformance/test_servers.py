@@ -29,7 +29,8 @@ from cryptography.hazmat.primitives import serialization
 
 from perfbench.http import CallFailed, HttpClient
 from perfbench.http import h1_backend as h1
-from tests.conformance.asgi_app import event
+from tests.conformance.asgi_app import USAGE, event
+from tests.conformance.test_targets import MODEL, _check, _measure, _spec
 
 HERE = Path(__file__).resolve().parent
 SERVERS = ("uvicorn-h11", "uvicorn-httptools", "hypercorn", "granian")
@@ -247,3 +248,21 @@ def test_tls_needs_the_servers_ca_trusted(
         h1._tls.cache_clear()
     assert failed.value.kind == "connect_error"
     assert "CERTIFICATE_VERIFY_FAILED" in failed.value.message
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_an_openai_compatible_server_measured_by_a_run(
+    server: Served, name: str, stream: bool
+) -> None:
+    """A run of the ``openai/m`` target (the client, the wire format, the runner) against an
+    OpenAI-compatible answer from each server: every task ok, its tokens as the usage says."""
+    got = _measure(_spec("openai/m", server.url + "/v1", stream), "asyncio")
+    _check(got, MODEL["none"])
+    assert {s.tokens_out for s in got.values()} == {USAGE["completion_tokens"]}
+
+
+def test_a_model_server_failing_mid_answer_is_a_dropped_connection(
+    server: Served, name: str
+) -> None:
+    got = _measure(_spec("openai/m", server.url + "/fail/v1"), "asyncio")
+    _check(got, MODEL["reset"])
