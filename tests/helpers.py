@@ -183,3 +183,13 @@ def run_samples(out: Path) -> list[dict[str, Any]]:
     (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
     lines = (run_dir / "samples.jsonl").read_text().splitlines()
     return [orjson.loads(line) for line in lines]
+
+
+def load_note() -> str:
+    """For a timing assertion's message: how busy the machine was. A timing test compares with
+    a reference measured in the same test, or retries; when it still fails, this says whether
+    the machine's load (other processes on its cores) is the likely cause."""
+    one_minute = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    busy = "loaded: other processes stretched these timings" if one_minute > cores else "idle"
+    return f"load average {one_minute:.1f} on {cores} cores ({busy})"

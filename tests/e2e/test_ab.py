@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 import yaml
 
 from perfbench import store
-from tests.helpers import perfbench
+from tests.helpers import load_note, perfbench
 
 AGENT = """
 import asyncio
@@ -75,10 +76,11 @@ def new_repo(path: Path) -> tuple[Path, str]:
 def ab(
     repo: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`perfbench ab` in a child process started in ``repo``, bounded in time."""
+    """`perfbench ab` in a child process started in ``repo``, bounded in time (20 s idle here;
+    over 90 s at load average 7 with a CPU hog on one core)."""
     base = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
     return subprocess.run(
-        perfbench("ab", *args), cwd=repo, capture_output=True, text=True, timeout=90,
+        perfbench("ab", *args), cwd=repo, capture_output=True, text=True, timeout=240,
         env={**base, **(env or {})},
     )  # fmt: skip
 
@@ -107,12 +109,15 @@ def test_a_slower_commit_is_a_regression(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 4, done.stderr + done.stdout
     assert "❌ regression" in done.stdout
-    # Each side ran its own commit's code: 5 runs a side, at that commit's sleep.
+    # Each side ran its own commit's code: 5 runs a side, each at least its commit's sleep
+    # (asyncio's may end a hair early), and the candidate's slower by about the 7.5 ms its
+    # commit added. A difference, not a bound on each: at load average 7-8 a candidate's P50
+    # came out 39.7 ms for its 32.5 ms sleep once, and such delays add to both sides alike.
     p50 = p50_by_side(runs)
     assert len(p50["baseline"]) == len(p50["candidate"]) == 5
-    # (asyncio's sleep may end a hair early: the bounds leave it room.)
-    assert all(BASE_S * 0.9 < v < BASE_S * 1.15 for v in p50["baseline"]), p50
-    assert all(BASE_S * 1.2 < v < BASE_S * 1.5 for v in p50["candidate"]), p50
+    assert min(p50["baseline"]) > BASE_S * 0.9 and min(p50["candidate"]) > BASE_S * 1.2, p50
+    added = statistics.median(p50["candidate"]) - statistics.median(p50["baseline"])
+    assert added > BASE_S * 0.3 / 2, f"{added * 1000:.1f} ms added, {load_note()}: {p50}"
     # The verdict, headed by the commits, for a PR comment and for the job's summary page.
     for written in (summary, runs / "verdict.md", step_summary):
         text = written.read_text()
