@@ -41,6 +41,8 @@ ERROR_KINDS: dict[str, str] = {
     "agent_not_started": "a command agent's program could not be started",
     "no_model_call": "a command agent finished without calling a model through the proxy",
     "proxy_no_upstream": "a command agent called a model API its --upstream does not serve",
+    "proxy_refused": "a command agent sent the proxy a path that is not a model API route "
+    "(outside --base-url: .., %2F…); refused with 400, never forwarded",
     "replay_miss": "a replaying mock's recording has no such call (case, call number)",
     # the runner
     "dropped": "open loop: not started, max_in_flight tasks were in flight",

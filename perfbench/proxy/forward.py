@@ -44,6 +44,25 @@ _DROP_RESPONSE = frozenset({
 })  # fmt: skip
 
 
+# The API paths (after the route's /v1) the proxy forwards, and nothing else: a request is
+# forwarded to one of these, spelt as here, so no path the agent writes (``..``, ``%2F``,
+# ``//``, an absolute URI) can reach another path of the upstream's host with its key.
+API_PATHS = frozenset({
+    "chat/completions", "responses", "completions", "messages",  # model calls: timed
+    "messages/count_tokens", "embeddings",  # forwarded as they are
+})  # fmt: skip
+ROUTES = ", ".join(f"/v1/{p}" for p in sorted(API_PATHS))
+
+
+def api_path(tail: str) -> str | None:
+    """The API path of a request's ``tail`` under its route (``v1/chat/completions``, as
+    aiohttp decoded it); None for anything but an exact ``v1/<one of API_PATHS>``."""
+    if not tail.startswith("v1/"):
+        return None
+    path = tail.removeprefix("v1/")
+    return path if path in API_PATHS else None
+
+
 def api_for(path: str, model: str) -> ChatApi | None:
     """The wire format of a model call at ``path`` (after the route's ``/v1``); None for a
     request that is not a model call (count_tokens, embeddings): forwarded, not timed."""

@@ -27,6 +27,7 @@ import shlex
 import shutil
 import signal
 import tempfile
+from collections.abc import Mapping
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -40,6 +41,7 @@ from perfbench.sample import Sample
 from perfbench.suite import Suite
 from perfbench.targets import Target
 from perfbench.targets.proxied import ModelAccess, Outcome, ProxyHost, Via, attributed, settle
+from perfbench.targets.registry import upstream_variables
 from perfbench.task import Task
 
 if TYPE_CHECKING:
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 PREFIX = "cmd:"
 MAX_OUTPUT = 1 << 20  # an answer's bytes kept; the rest is read and dropped
 STDERR_KEPT = 2000  # characters of stderr's end kept for a failed sample's message
+_KEY_LENGTH = 8  # a shorter "secret" (a test's) would match values by chance
 _KILL_WAIT = 5.0  # seconds to wait for a killed group's leader to be reaped
 
 
@@ -71,6 +74,8 @@ class CommandTarget(Target):
         self.server_url = self._host.server_url
         self._stack = AsyncExitStack()
         self._dir: Path | None = None
+        self._withheld = upstream_variables(spec)
+        self._base_env: dict[str, str] = {}
 
     @property
     def name(self) -> str:
@@ -89,6 +94,7 @@ class CommandTarget(Target):
         await self._host.start()
         self._stack.push_async_callback(self._host.aclose)
         self.server_url, self.secrets = self._host.server_url, self._host.secrets
+        self._base_env = agent_environment(self._withheld, self.secrets)
         self._dir = Path(tempfile.mkdtemp(prefix="perfbench-cmd-"))
         self._stack.callback(shutil.rmtree, self._dir, True)
         return self
@@ -104,7 +110,8 @@ class CommandTarget(Target):
         case_file = self._dir / f"{via.route.token}.json"
         try:
             case_file.write_bytes(orjson.dumps(task.case.model_dump(mode="json")))
-            return await self._execute(task, via, _environment(via.access, case_file, task.case.id))
+            env = _environment(self._base_env, via.access, case_file, task.case.id)
+            return await self._execute(task, via, env)
         finally:
             via.close()
             with suppress(OSError):
@@ -140,11 +147,28 @@ def _check_runnable(program: str) -> None:
         )
 
 
-def _environment(access: ModelAccess, case_file: Path, case_id: str) -> dict[str, str]:
-    """The agent's environment: perfbench's own, with every model API pointed at its route
-    (and keyed with its token: the upstream key stays in the proxy)."""
+def agent_environment(
+    withheld: frozenset[str], secrets: tuple[str, ...], environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """perfbench's environment without what would hand an agent the upstream's key: the
+    variables named in ``withheld`` and any whose value holds one of ``secrets`` (the key
+    copied under another name). Everything else (PATH, HOME, the agent's own settings)
+    stays."""
     return {
-        **os.environ,
+        name: value
+        for name, value in environ.items()
+        if name not in withheld and not any(s in value for s in secrets if len(s) >= _KEY_LENGTH)
+    }
+
+
+def _environment(
+    base: Mapping[str, str], access: ModelAccess, case_file: Path, case_id: str
+) -> dict[str, str]:
+    """The agent's environment: ``base`` (perfbench's own, the upstream's credentials left
+    out), with every model API pointed at its route (and keyed with its token: the upstream
+    key stays in the proxy)."""
+    return {
+        **base,
         "OPENAI_BASE_URL": access.openai_base_url,
         "OPENAI_API_KEY": access.api_key,
         "ANTHROPIC_BASE_URL": access.anthropic_base_url,

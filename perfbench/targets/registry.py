@@ -246,6 +246,19 @@ def proxy_upstream(spec: TargetSpec) -> Upstream:
     return upstream.provider(spec.upstream, provider.api, base, key, extra)
 
 
+def upstream_variables(spec: TargetSpec) -> frozenset[str]:
+    """The environment variables a proxy's upstream reads its credentials from: the
+    ``--api-key-env`` one, the provider's own (DEEPSEEK_API_KEY…) and every ``${VARIABLE}``
+    of a ``--header``. A ``cmd:`` agent's environment goes without them."""
+    names = set(_VARIABLE.findall(" ".join(spec.headers)))
+    if spec.api_key_env:
+        names.add(spec.api_key_env)
+    provider = PROVIDERS.get(spec.upstream.partition("/")[0])
+    if provider is not None:
+        names.add(provider.key_env)
+    return frozenset(names)
+
+
 def path_kind(spec: str) -> str:
     """Which calibrated path a target string runs through (``perfbench calibrate --path``):
     ``http`` for the HTTP client and agent loop, ``in-process`` for the rest."""
