@@ -1,14 +1,15 @@
-"""A hostile agent against the recording proxy (issue 35, items 1–2): a ``cmd:`` agent, and
+"""A hostile agent against the recording proxy (issue 35, items 1–3): a ``cmd:`` agent, and
 one started by hand against ``perfbench proxy``, try every way out of the route's API
 (``..`` plain and encoded, absolute-form URIs, a forged Host, spoofed credentials, other
-methods) while the upstream echoes the real key back. They show: no request outside the
-base path reaches the upstream, and every one that does carries the upstream's key, not the
-agent's; the agent's environment holds no upstream key (not under its own name, a header's
-``${VARIABLE}`` or another name); no file perfbench writes holds it. Real executable, real
-sockets, loopback only, bounded in tasks and time."""
+methods) while the upstream echoes the real key back (plain, reversed, base64). They show:
+no request outside the base path reaches the upstream, and every one that does carries the
+upstream's key, not the agent's; the agent's environment holds no upstream key (not under
+its own name, a header's ``${VARIABLE}`` or another name); no file perfbench writes holds
+it. Real executable, real sockets, loopback only, bounded in tasks and time."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -47,7 +48,9 @@ class Upstream:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.seen.append((request.method, request.raw_path, headers))
-        echoed = f"{request.headers.get('Authorization')} {request.headers.get('X-Gw')}"
+        auth = request.headers.get("Authorization", "")
+        encoded = base64.b64encode(auth.encode()).decode()  # a debug echo, HTTP Basic style
+        echoed = f"{auth} {request.headers.get('X-Gw')} {encoded} {auth[::-1]}"
         reply = json.loads(json.dumps(REPLY).replace("{auth}", echoed))
         return web.json_response(reply)
 
@@ -93,8 +96,11 @@ def assert_every_attempt_refused(report: dict[str, Any]) -> None:
 
 
 def holding_the_key(folder: Path) -> list[Path]:
-    """Files under ``folder`` holding a run of 8 characters of a secret."""
-    grams = {s[i : i + 8] for s in (KEY, GATEWAY) for i in range(len(s) - 7)}
+    """Files under ``folder`` holding a run of 8 characters of a secret (as written,
+    reversed or base64-encoded)."""
+    encoded = [base64.b64encode(b"\0" * k + KEY.encode()).decode()[2:-2] for k in range(3)]
+    forms = (KEY, GATEWAY, KEY[::-1], *encoded)
+    grams = {s[i : i + 8] for s in forms for i in range(len(s) - 7)}
     found = []
     for path in folder.rglob("*"):
         if path.is_file():
