@@ -163,6 +163,9 @@ class Sample:
     retry_after: float | None = None  # what the last refusal asked to wait, in seconds
     concurrency: int = 0  # tasks in flight at its start in its process (with --workers: its worker)
     exit_status: int | None = None  # a command agent's: its exit code, or -N for signal N
+    # A command agent's processes still running when it exited (a setsid child, a daemon),
+    # killed at the end of its task; None: none.
+    leftovers: int | None = None
 
     @property
     def latency(self) -> float:
@@ -221,6 +224,7 @@ class Sample:
             "concurrency": self.concurrency,
             "steps": [s.to_json() for s in self.steps],
             **({"exit_status": self.exit_status} if self.exit_status is not None else {}),
+            **({"leftovers": self.leftovers} if self.leftovers is not None else {}),
         }
 
     @classmethod

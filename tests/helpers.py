@@ -183,3 +183,12 @@ def run_samples(out: Path) -> list[dict[str, Any]]:
     (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
     lines = (run_dir / "samples.jsonl").read_text().splitlines()
     return [orjson.loads(line) for line in lines]
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie is dead: killed, not yet reaped by its own parent's reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

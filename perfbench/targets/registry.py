@@ -157,7 +157,7 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
                 f"--api {spec.api} goes with model targets: a cmd: agent calls the APIs it "
                 "calls (the proxy forwards each to --upstream)"
             )
-        return CommandTarget(arg, spec, sizing, _upstream(spec))
+        return CommandTarget(arg, spec, sizing, _upstream(spec), upstream_variables(spec))
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 

@@ -5,12 +5,14 @@ executable on loopback, bounded in tasks and time."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli, write_suite
+from tests.helpers import alive, cli, run_samples, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 QUICK = f"cmd:{sys.executable} {AGENTS / 'urllib_agent.py'}"
@@ -57,3 +59,21 @@ def test_the_suites_files_and_a_runs_documents_are_never_overwritten(
     code, said = record(tmp_path, cases, to, "--force")
     assert code == 2 and "elsewhere" in said and "Traceback" not in said, said
     assert (to.read_bytes() if to.exists() else None) == before
+
+
+def test_a_setsid_child_neither_holds_the_answer_nor_outlives_its_task(tmp_path: Path) -> None:
+    cases = write_suite(tmp_path / "c.yaml", "cases:\n  - {id: a, input: hi, timeout_s: 20}\n")
+    pid_file = tmp_path / "child.pid"
+    env = {**os.environ, "AGENT_CHILD_PID_FILE": str(pid_file)}
+    done = cli("run", str(cases), "-t", f"cmd:{sys.executable} {AGENTS / 'setsid_agent.py'}",
+               "--runs", "1", "--warmup", "0", "-q", "--out", str(tmp_path / "runs"),
+               env=env)  # fmt: skip
+    child = int(pid_file.read_text())
+    try:
+        (sample,) = run_samples(tmp_path / "runs")
+        assert sample["status"] == "ok" and sample["error_kind"] is None, (sample, done.stderr)
+        assert sample["leftovers"] == 1  # the sample says a process was left, and killed
+        assert not alive(child), "the agent's setsid child outlived its task"
+    finally:
+        if alive(child):  # a failed run leaves nothing behind either
+            os.kill(child, signal.SIGKILL)
