@@ -5,6 +5,7 @@ executable on loopback, bounded in tasks and time."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import alive, cli, run_samples, write_suite
+from tests.helpers import alive, cli, run_samples, serving_raw, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 QUICK = f"cmd:{sys.executable} {AGENTS / 'urllib_agent.py'}"
@@ -77,3 +78,22 @@ def test_a_setsid_child_neither_holds_the_answer_nor_outlives_its_task(tmp_path:
     finally:
         if alive(child):  # a failed run leaves nothing behind either
             os.kill(child, signal.SIGKILL)
+
+
+async def _gzip_error(request: bytes) -> bytes:
+    body = gzip.compress(b'{"error": "bad\x00\x00request\x1b[31m red"}')
+    head = (f"HTTP/1.1 500 Oops\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")  # fmt: skip
+    return head.encode() + body
+
+
+def test_an_error_text_keeps_no_control_character(tmp_path: Path) -> None:
+    cases = write_suite(tmp_path / "c.yaml", "cases:\n  - {id: a, input: hi, timeout_s: 20}\n")
+    with serving_raw(_gzip_error) as url:
+        done = cli("run", str(cases), "-t", "openai/m", "--base-url", f"{url}/v1", "--runs",
+                   "1", "--warmup", "0", "-q", "--retries", "0", "--out",
+                   str(tmp_path / "runs"), "--no-preflight")  # fmt: skip
+    (sample,) = run_samples(tmp_path / "runs")
+    assert sample["error_kind"] == "http_500", (sample, done.stderr)
+    assert "bad" in sample["error"] and "request" in sample["error"]
+    assert not [c for c in sample["error"] if ord(c) < 32 and c not in "\t\n"], sample["error"]
