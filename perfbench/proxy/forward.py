@@ -199,7 +199,11 @@ async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.Stre
         wait = ex.read_timeout if ex.read_timeout is not None else max(1.0, task.time_left())
         async with ex.http.post(ex.url, ex.body, ex.headers, wait, sent) as upstream:
             call.headers(upstream.status_code, getattr(upstream, "headers_at", None))
-            agent = await _answer_headers(request, upstream)
+            try:
+                agent = await _answer_headers(request, upstream)
+            except ConnectionError:  # the agent hung up: the call ends, nothing to answer
+                _failure(route, call, "cancelled", "the agent hung up before the answer began")
+                return web.Response(status=499)
             tee = Tee(upstream, agent, since if ex.recording is not None else None)
             if upstream.status_code >= 400:
                 await _refused(route, call, tee)

@@ -86,7 +86,10 @@ class ProxyServer:
             )
             route.failures.append(("proxy_no_upstream", message))
             return _error(502, message)
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionError:  # the agent hung up before its request was whole
+            return _error(400, "the request broke off before its body was whole")
         headers = forward.request_headers(request.headers, endpoint)
         api = forward.api_for(path, _model(body))
         if api is not None and self.upstream.keyed:

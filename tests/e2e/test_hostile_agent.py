@@ -13,11 +13,14 @@ import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -159,3 +162,34 @@ def test_perfbench_proxy_forwards_nothing_but_the_api(
     assert_every_attempt_refused(report)
     assert_only_api_paths_went_upstream(server, honest=1)
     assert "Traceback" not in said and KEY not in said
+
+
+def _hang_up(base: str, sent: bytes) -> None:
+    """A request whose body promises 1,000 bytes, cut after ``sent``: the agent hangs up."""
+    where = urlsplit(base)
+    assert where.hostname and where.port
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.sendall(f"POST {where.path}/v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n".encode()
+                     + sent)  # fmt: skip
+        time.sleep(0.2)
+
+
+def test_an_agent_hanging_up_mid_request_leaves_no_traceback(tmp_path: Path) -> None:
+    env = hostile_env(tmp_path / "dump")
+    with subprocess.Popen(perfbench("proxy"), env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as proxy:  # fmt: skip
+        try:
+            assert proxy.stdout is not None
+            base = proxy.stdout.readline().strip()
+            for sent in (b'{"model": "m"', b""):
+                _hang_up(base, sent)
+            token = base.rsplit("/", 1)[1]
+            agent_env = {**env, "OPENAI_BASE_URL": f"{base}/v1", "OPENAI_API_KEY": token}
+            agent = subprocess.run([sys.executable, str(AGENT)], input="hi", env=agent_env,
+                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert agent.returncode == 0, agent.stderr  # it still serves
+        finally:
+            proxy.send_signal(signal.SIGINT)
+            _, said = proxy.communicate(timeout=20)
+    assert "Traceback" not in said and "Error handling request" not in said, said
