@@ -369,7 +369,9 @@ def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        # Not only FileNotFoundError: on a read-only file system unlinking even a file that
+        # is not there fails with EROFS, which would replace the StoreError above.
+        with contextlib.suppress(OSError):
             tmp.unlink()
 
 

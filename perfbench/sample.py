@@ -41,6 +41,8 @@ ERROR_KINDS: dict[str, str] = {
     "agent_not_started": "a command agent's program could not be started",
     "no_model_call": "a command agent finished without calling a model through the proxy",
     "proxy_no_upstream": "a command agent called a model API its --upstream does not serve",
+    "proxy_refused": "a command agent sent the proxy a path that is not a model API route "
+    "(outside --base-url: .., %2F…); refused with 400, never forwarded",
     "replay_miss": "a replaying mock's recording has no such call (case, call number)",
     # the runner
     "dropped": "open loop: not started, max_in_flight tasks were in flight",
@@ -161,6 +163,9 @@ class Sample:
     retry_after: float | None = None  # what the last refusal asked to wait, in seconds
     concurrency: int = 0  # tasks in flight at its start in its process (with --workers: its worker)
     exit_status: int | None = None  # a command agent's: its exit code, or -N for signal N
+    # A command agent's processes still running when it exited (a setsid child, a daemon),
+    # killed at the end of its task; None: none.
+    leftovers: int | None = None
 
     @property
     def latency(self) -> float:
@@ -219,6 +224,7 @@ class Sample:
             "concurrency": self.concurrency,
             "steps": [s.to_json() for s in self.steps],
             **({"exit_status": self.exit_status} if self.exit_status is not None else {}),
+            **({"leftovers": self.leftovers} if self.leftovers is not None else {}),
         }
 
     @classmethod

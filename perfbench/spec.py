@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -123,6 +124,22 @@ class SweepPlan:
         return self.slo[0]
 
 
+def checked_label(label: str) -> str:
+    """A run's label as given, refused when it holds a control character: a newline in it
+    would start a heading of its own in compare.md (a forged verdict) and break the table
+    of `perfbench list`."""
+    for at, char in enumerate(label):
+        if _CONTROL.match(char):
+            raise PerfbenchError(
+                f"--label {label!r}: a label is one line of printable text, and character "
+                f"{at + 1} is a control character ({char!r}); remove it"
+            )
+    return label
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: the suite's files, the target, the plan, and where the run directory goes
@@ -161,7 +178,7 @@ class RunSpec:
             cases=tuple(_case_source(c) for c in cases),
             target=target,
             plan=plan,
-            label=label,
+            label=None if label is None else checked_label(label),
             prices=_prices(prices),
             out=None if out is None else str(out),
             slo=slo,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import re
 import time
 from array import array
 from collections.abc import Callable, Iterator
@@ -17,6 +18,15 @@ from dataclasses import dataclass, field
 from perfbench.clock import Clock
 from perfbench.sample import Phase, Sample, Status, Step, gap_counts
 from perfbench.suite import Case
+
+# What an error text taken from the wire may not keep: NUL and the other control characters
+# but tab and newline (a decompressed body's binary, a terminal escape).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters (but tab and newline) as U+FFFD."""
+    return _CONTROL.sub("\ufffd", text)
 
 
 @dataclass(slots=True)
@@ -168,7 +178,7 @@ class Task:
             input_chars=len(self.case.system or "") + len(self.case.prompt_text()),
             expect_ok=expect_ok,
             error_kind=error_kind,
-            error=error,
+            error=printable(error) if error else error,
             http_status=self.http_status,
             retries=self.retries,
             throttled=self.throttled,

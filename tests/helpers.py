@@ -193,3 +193,12 @@ def load_note() -> str:
     cores = os.cpu_count() or 1
     busy = "loaded: other processes stretched these timings" if one_minute > cores else "idle"
     return f"load average {one_minute:.1f} on {cores} cores ({busy})"
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie is dead: killed, not yet reaped by its own parent's reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"

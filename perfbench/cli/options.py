@@ -138,6 +138,8 @@ OUTPUT = (
           help="Folder in which the run (or sweep) directory is created."),
     _flag("prices", None, Path | None, panel=_O,
           help="Dated price overrides (YAML); default ./perfbench.prices.yaml if any."),
+    _flag("force", False, bool, "--force", panel=_O,
+          help="Overwrite an existing --record file (never a case file or a run's own)."),
     _flag("quiet", False, bool, "--quiet", "-q", panel=_O, help="No progress lines."),
     _flag("as_json", False, bool, "--json", panel=_O,
           help="Events as JSON lines on stdout (docs/events.md; a sweep: level_finished and "

@@ -41,6 +41,15 @@ def proxy(
     api_key_env: Annotated[
         str | None, typer.Option(help="Variable holding the upstream's key.")
     ] = None,
+    headers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            help="An extra header for the upstream, 'Name: value' (repeatable); ${VARIABLE} "
+            "in a value is read from the environment.",
+        ),
+    ] = None,
     read_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds the upstream may be silent in a call.")
     ] = 300.0,
@@ -57,7 +66,8 @@ def proxy(
     from perfbench.targets.registry import TargetSpec
 
     with errors():
-        spec = TargetSpec("cmd:-", base_url=base_url, api_key_env=api_key_env, upstream=upstream)
+        spec = TargetSpec("cmd:-", base_url=base_url, api_key_env=api_key_env,
+                          headers=tuple(headers or ()), upstream=upstream)  # fmt: skip
         # uvloop where installed, as a measuring run: it relays a chunk for half the CPU.
         options = host.loop_options()
         counts = anyio.run(_serve, spec, read_timeout, backend="asyncio", backend_options=options)

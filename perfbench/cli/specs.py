@@ -19,6 +19,9 @@ from perfbench.load import trace as trace_file
 from perfbench.sources import trace as trace_shapes
 from perfbench.spec import SYNTHETIC, TRACE, Plan, RunSpec, TargetSpec
 from perfbench.stats import goodput
+from perfbench.store.files import META, SAMPLES, SERVER_METRICS, SUMMARY
+
+RUN_DOCUMENTS = (META, SAMPLES, SUMMARY, SERVER_METRICS)  # what a run directory holds
 
 
 def objectives(text: str | None) -> str | None:
@@ -58,6 +61,23 @@ def trace_cases(
     return list(cases) if cases else None
 
 
+def checked_recording(path: Path, sources: Sequence[Path | str], force: bool) -> None:
+    """--record FILE: never a file the run reads or writes (a case file, a run's documents),
+    and an existing file only with --force."""
+    path = path.resolve()
+    given = [Path(s).resolve() for s in sources if not str(s).startswith((SYNTHETIC, TRACE))]
+    in_a_folder = any(path.is_relative_to(g) for g in given if g.is_dir())
+    if path in given or (in_a_folder and path.suffix in (".yaml", ".yml")):
+        raise typer.BadParameter(f"--record {path}: that is a case file of this run; "
+                                 "write the recording elsewhere")  # fmt: skip
+    if path.name in RUN_DOCUMENTS or (path.parent / META).exists():
+        raise typer.BadParameter(f"--record {path}: that is in a run directory; write the "
+                                 "recording elsewhere (recordings/agent.jsonl)")  # fmt: skip
+    if path.exists() and not force:
+        raise typer.BadParameter(f"--record {path} exists: give another file, or add --force "
+                                 "to overwrite it")  # fmt: skip
+
+
 def run_spec(
     cases: Sequence[Path | str] | None,
     flags: Flags,
@@ -77,6 +97,8 @@ def run_spec(
     target = target if target is not None else options.target_spec(flags)
     if target.record and plan.workers != 1:
         raise typer.BadParameter("--record writes one file from one process: add --workers 1")
+    if target.record:
+        checked_recording(Path(target.record), sources, flags["force"])
     return RunSpec.build(
         sources,
         target,

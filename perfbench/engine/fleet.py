@@ -129,7 +129,8 @@ class Fleet:
         self.pricer, self.price_ref, self.on_pass = pricer, price_ref, on_pass
         self.resume = resume or Resume()
         # Adaptive: the one controller, fed every worker's samples; workers get their shares.
-        self.aimd = Aimd(self.plan.load) if isinstance(self.plan.load, Adaptive) else None
+        load, wait = self.plan.load, spec.target.max_retry_wait
+        self.aimd = Aimd(load, wait) if isinstance(load, Adaptive) else None
         self._limits: tuple[int, float] | None = None  # the last (limit, hold) sent
         self._limits_changed: anyio.Event | None = None
         self._stopped = False

@@ -27,7 +27,7 @@ from perfbench.engine.resume import Resume, TaskKey
 from perfbench.engine.share import Share
 from perfbench.http.redact import Redactor, environment_secrets
 from perfbench.load import Adaptive, Rate
-from perfbench.load.aimd import Aimd
+from perfbench.load.aimd import MAX_HOLD_S, Aimd
 from perfbench.load.arrivals import schedule
 from perfbench.sample import Phase, Sample
 from perfbench.spec import Plan
@@ -76,6 +76,7 @@ class Runner:
         go: PassGate | None = None,
         follower: bool = False,
         refusals: Refusals | None = None,
+        max_wait_s: float = MAX_HOLD_S,
     ) -> None:
         self.suite, self.target, self.plan, self.recorder = suite, target, plan, recorder
         self.clock = clock
@@ -95,7 +96,7 @@ class Runner:
         self._done = 0
         self.t0 = 0.0
         shape = plan.load
-        self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
+        self.aimd = Aimd(shape, max_wait_s) if isinstance(shape, Adaptive) else None
         self._limiter: Limiter | None = None
         self._hold = float("-inf")
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock

@@ -121,6 +121,7 @@ class Session:
             clock=clock,
             on_pass=on_pass,
             resume=self.resume,
+            max_wait_s=self.spec.target.max_retry_wait,
         )
 
     def stop(self, reason: str | None = None) -> None:

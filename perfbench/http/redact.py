@@ -4,7 +4,10 @@ A server or agent may echo the request (headers included) in an error body, an S
 event, a 200 body quoted in an error, even a model's name; none of it may carry a key into a
 run directory, a report or the console. The rule: any run of ``GRAM`` (5) or more characters of
 a secret is masked, in its plain form or escaped (JSON ``\\u002d``, ``\\x2d``, URL ``%2D``, a
-backslash escape), so an escaped copy, a suffix or a prefix cut off by an excerpt goes too.
+backslash escape), reversed, or base64-encoded (standard or URL-safe, alone or inside a longer
+encoded text: ``Bearer <key>``, HTTP Basic's ``user:<key>``), so an escaped copy, a debug echo,
+a suffix or a prefix cut off by an excerpt goes too. Not covered: other encodings (hex, a
+hash, gzip) and a key split by other text.
 
 What counts as secret: the values of the headers perfbench sends on the caller's behalf (and
 their long words, so the ``sk-…`` of ``Bearer sk-…`` goes too), URL credentials and query
@@ -13,6 +16,7 @@ values, and the values of environment variables named like credentials (``…_AP
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -31,6 +35,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         found = {s for s in secrets if len(s) >= _SHORTEST}
+        found |= {form for s in found if len(s) >= _LONG for form in _encoded(s)}
         # Longest first, so a value is replaced before a word inside it.
         self.secrets = tuple(sorted(found, key=len, reverse=True))
         self._short = tuple(s for s in self.secrets if len(s) < _LONG)
@@ -52,6 +57,22 @@ class Redactor:
         if not self._grams or len(text) < GRAM:
             return text
         return _mask_runs(text, self._grams)
+
+
+def _encoded(secret: str) -> set[str]:
+    """What an echo may send of ``secret`` besides its text: reversed, and base64 (standard
+    and URL-safe alphabets) at each of the three alignments it can have inside a longer
+    encoded text, so ``Bearer <key>``, HTTP Basic's ``user:<key>`` or a whole request
+    encoded are caught too. Only the characters that encode the secret's bytes alone are
+    kept (those at the edges mix in its neighbours')."""
+    data = secret.encode()
+    forms = {secret[::-1]}
+    for shift in range(3):
+        start, end = (8 * shift + 5) // 6, 8 * (shift + len(data)) // 6
+        padded = b"\0" * shift + data
+        forms.add(base64.b64encode(padded).decode("ascii")[start:end])
+        forms.add(base64.urlsafe_b64encode(padded).decode("ascii")[start:end])
+    return forms
 
 
 def _mask_runs(text: str, grams: frozenset[str]) -> str:

@@ -9,8 +9,9 @@ timeouts) reset the round: they pause growth but are not rate limits.
 A 429 is heard when it arrives (``refused``), not when its task ends: a task that retries after
 a backoff ended much later, and meanwhile the others finished clean and slow start doubled the
 limit past the server's. A later 429 of the same episode that asks a longer wait extends the
-hold, up to ``MAX_HOLD_S``: a server asking a day, ``inf`` or 999999999 s would otherwise
-stop the run for good (fixed load caps a retry's wait the same way, --max-retry-wait). Pure:
+hold. An ask past ``max_wait_s`` (--max-retry-wait, 60 s by default) is refused as the task
+refuses it, not waited for: the hold is then the cooldown alone, so a server asking a day,
+``inf`` or 999999999 s neither stops the run nor holds each episode for the whole cap. Pure:
 429s and samples in, limit out; the runner applies the limit and the hold."""
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from dataclasses import dataclass, field
 from perfbench.load import Adaptive
 from perfbench.sample import Sample
 
-MAX_HOLD_S = 60.0  # the longest hold a Retry-After sets: the SDKs' and --max-retry-wait's 60 s
+MAX_HOLD_S = 60.0  # the longest Retry-After held by default: the SDKs' and --max-retry-wait's
 
 
 @dataclass
 class Aimd:
     shape: Adaptive
+    max_wait_s: float = MAX_HOLD_S  # --max-retry-wait: a longer Retry-After is not waited for
     limit: int = 0
     slow_start: bool = True
     history: list[tuple[float, int]] = field(default_factory=list)  # (time, new limit)
@@ -44,8 +46,9 @@ class Aimd:
             self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
             self.slow_start = False
             self._hold_until = now + self.shape.cooldown_s
-        if retry_after and retry_after > 0:  # NaN and negatives: no wait asked
-            self._hold_until = max(self._hold_until, now + min(retry_after, MAX_HOLD_S))
+        # NaN and negatives: no wait asked; past max_wait_s: refused, as the task refuses it.
+        if retry_after and 0 < retry_after <= self.max_wait_s:
+            self._hold_until = max(self._hold_until, now + retry_after)
         return self.limit
 
     def observe(self, sample: Sample, heard: int = 0) -> int:

@@ -44,6 +44,25 @@ _DROP_RESPONSE = frozenset({
 })  # fmt: skip
 
 
+# The API paths (after the route's /v1) the proxy forwards, and nothing else: a request is
+# forwarded to one of these, spelt as here, so no path the agent writes (``..``, ``%2F``,
+# ``//``, an absolute URI) can reach another path of the upstream's host with its key.
+API_PATHS = frozenset({
+    "chat/completions", "responses", "completions", "messages",  # model calls: timed
+    "messages/count_tokens", "embeddings",  # forwarded as they are
+})  # fmt: skip
+ROUTES = ", ".join(f"/v1/{p}" for p in sorted(API_PATHS))
+
+
+def api_path(tail: str) -> str | None:
+    """The API path of a request's ``tail`` under its route (``v1/chat/completions``, as
+    aiohttp decoded it); None for anything but an exact ``v1/<one of API_PATHS>``."""
+    if not tail.startswith("v1/"):
+        return None
+    path = tail.removeprefix("v1/")
+    return path if path in API_PATHS else None
+
+
 def api_for(path: str, model: str) -> ChatApi | None:
     """The wire format of a model call at ``path`` (after the route's ``/v1``); None for a
     request that is not a model call (count_tokens, embeddings): forwarded, not timed."""
@@ -180,7 +199,11 @@ async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.Stre
         wait = ex.read_timeout if ex.read_timeout is not None else max(1.0, task.time_left())
         async with ex.http.post(ex.url, ex.body, ex.headers, wait, sent) as upstream:
             call.headers(upstream.status_code, getattr(upstream, "headers_at", None))
-            agent = await _answer_headers(request, upstream)
+            try:
+                agent = await _answer_headers(request, upstream)
+            except ConnectionError:  # the agent hung up: the call ends, nothing to answer
+                _failure(route, call, "cancelled", "the agent hung up before the answer began")
+                return web.Response(status=499)
             tee = Tee(upstream, agent, since if ex.recording is not None else None)
             if upstream.status_code >= 400:
                 await _refused(route, call, tee)

@@ -3,10 +3,11 @@ tasks' clock is the proxy's clock: a model call is timed on the task it belongs 
 second process and no clock to reconcile).
 
 Routes are ``/t/<token>/v1/<API path>``: ``chat/completions``, ``responses``,
-``completions`` and ``messages`` are model calls, timed; any other POST under the route
-(``messages/count_tokens``, ``embeddings``) is forwarded, not timed. A request
-without an open token gets 401, a method other than POST 405, each with a JSON error saying
-why (the agent's SDK shows it)."""
+``completions`` and ``messages`` are model calls, timed; ``messages/count_tokens`` and
+``embeddings`` are forwarded, not timed; any other path is refused with 400 (the task fails
+as ``proxy_refused``): the upstream's key goes to its model API, never elsewhere on its host.
+A request without an open token gets 401, a method other than POST 405, each with a JSON
+error saying why (the agent's SDK shows it)."""
 
 from __future__ import annotations
 
@@ -67,11 +68,15 @@ class ProxyServer:
         if route is None:
             return _error(401, "this route is not open (a finished task's, or another run's)")
         tail = request.match_info["tail"]
-        if not tail.startswith("v1/"):
-            return _error(404, f"expected /v1/… under the route, not /{tail}")
+        path = forward.api_path(tail)
+        if path is None:  # never forwarded: it could leave --base-url with the real key
+            message = (
+                f"/{_shown(tail)} is not a model API route the proxy forwards: {forward.ROUTES}"
+            )
+            route.failures.append(("proxy_refused", message))
+            return _error(400, message)
         if request.method != "POST":
             return _error(405, f"only model API calls (POST) are forwarded, not {request.method}")
-        path = tail.removeprefix("v1/")
         family = family_of(path)
         endpoint = self.upstream.endpoint(family)
         if endpoint is None:
@@ -81,7 +86,10 @@ class ProxyServer:
             )
             route.failures.append(("proxy_no_upstream", message))
             return _error(502, message)
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionError:  # the agent hung up before its request was whole
+            return _error(400, "the request broke off before its body was whole")
         headers = forward.request_headers(request.headers, endpoint)
         api = forward.api_for(path, _model(body))
         if api is not None and self.upstream.keyed:
@@ -123,6 +131,12 @@ def _model(body: bytes) -> str:
         return ""
     model = doc.get("model") if isinstance(doc, dict) else None
     return model if isinstance(model, str) else ""
+
+
+def _shown(path: str) -> str:
+    """A refused path as the error quotes it: printable, and short."""
+    text = path.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _error(status: int, message: str) -> web.Response:

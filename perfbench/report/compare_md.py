@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfbench.report.format import TITLES, change, p_value, quantity, spread, table
+from perfbench.report.format import TITLES, change, md_code, p_value, quantity, spread, table
 from perfbench.stats.compare import Comparison, Row, tested_count
 from perfbench.stats.gate import Outcome
 from perfbench.stats.thresholds import ThresholdResult
@@ -56,7 +56,7 @@ def _bar(row: Row) -> str:
 
 def _name(meta: Mapping[str, Any]) -> str:
     label = meta.get("label")
-    return f"`{label}` ({meta['id']})" if label else f"`{meta['id']}`"
+    return f"{md_code(label)} ({meta['id']})" if label else md_code(meta["id"])
 
 
 def comparison(
@@ -74,7 +74,7 @@ def comparison(
         f"## perfbench compare: {_headline(outcome, result, (base_meta, cand_meta), strict)}",
         "",
         f"Baseline {_name(base_meta)}, {result.runs[0]} runs → candidate {_name(cand_meta)}, "
-        f"{result.runs[1]} runs; suite `{suite.get('name', '?')}` "
+        f"{result.runs[1]} runs; suite {md_code(suite.get('name', '?'))} "
         f"(digest `{str(suite.get('digest', ''))[:12]}`).",
         "",
         _gating(result),
@@ -199,7 +199,7 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
     heading = f"### {title}" + ("" if gated else " (informational, not gated)")
     header = (scope.capitalize(), "Metric", "Baseline", "Candidate", "Change", "Counts beyond",
               "p", "Verdict")  # fmt: skip
-    body = [[f"`{r.key}`", *_row_cells(r, TITLES.get(r.metric, r.metric))] for r in flagged]
+    body = [[md_code(r.key), *_row_cells(r, TITLES.get(r.metric, r.metric))] for r in flagged]
     out = ["", heading, ""]
     if body:
         out.append(table(header, body, right=(2, 3, 4, 5, 6)))
@@ -210,7 +210,7 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
         details = table(
             (scope.capitalize(), "Baseline P95", "Candidate P95", "Change", "Verdict"),
             (
-                [f"`{r.key}`", spread(r.baseline, r.unit), spread(r.candidate, r.unit),
+                [md_code(r.key), spread(r.baseline, r.unit), spread(r.candidate, r.unit),
                  change(r), MARKS[r.verdict]]
                 for r in latency
             ),

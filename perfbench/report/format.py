@@ -3,6 +3,7 @@ Markdown reports, sweep.md and JUnit, so the same value reads the same everywher
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from perfbench.stats.compare import Row, Spread
@@ -27,6 +28,27 @@ TITLES = {
     "tpot_p50": "TPOT P50",
     "goodput": "goodput (tasks meeting --slo)",
 }
+
+
+# Markdown's inline metacharacters: escaped in a user's string (a label, a model or case name,
+# an error text), it reads as its text and never as a link, an image, HTML or emphasis. A pipe
+# is left to ``table``, which escapes it in every cell.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>!~&])")
+# Line and paragraph breaks and other control characters: one would end the line a string
+# is on and start a heading or a table row of its own.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def md_text(value: object) -> str:
+    """A user's string (run label, target, model, case, tag, error text) as Markdown that
+    reads as exactly that text, on one line."""
+    return _MARKDOWN.sub(r"\\\1", _CONTROL.sub(" ", str(value)))
+
+
+def md_code(value: object) -> str:
+    """A user's string as inline code, on one line (a backtick would end the span: it reads
+    as ``'``)."""
+    return "`" + _CONTROL.sub(" ", str(value)).replace("`", "'") + "`"
 
 
 def seconds(value: float | None) -> str:

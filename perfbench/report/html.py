@@ -3,10 +3,13 @@
 The page is converted from the Markdown that :mod:`perfbench.report.release_md` writes, so the
 two never disagree, by a converter of just the subset perfbench writes: ATX headings, GitHub
 tables, ``-`` lists (two levels), paragraphs, ``<details>``/``<summary>`` lines, and inline
-code, bold, links and images. Everything else is text, escaped: run labels and case ids come
-from users' files. Images whose source is a key of ``images`` are replaced by its data URI,
-so the page loads nothing at view time (no network, no file beside it, no script, no external
-CSS) and can be mailed or attached to a CI job as it is.
+code, bold, links, images and backslash escapes. Everything else is text, escaped: run labels
+and case ids come from users' files (the Markdown writers escape them too). An image is shown
+only when it is a chart perfbench drew or a relative file, a link only when it is relative or
+http(s), so a user's string cannot make the page fetch or run anything. Images whose source is
+a key of ``images`` are replaced by its data URI, so the page loads nothing at view time (no
+network, no file beside it, no script, no external CSS) and can be mailed or attached to a CI
+job as it is.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ summary { cursor: pointer; }
 """
 
 _INLINE = re.compile(
-    r"`(?P<code>[^`]+)`"
+    r"\\(?P<escaped>[!-/:-@\[-`{-~])"  # a backslash escape: the character as text
+    r"|`(?P<code>[^`]+)`"
     r"|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)"
     r"|\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)"
     r"|\*\*(?P<bold>.+?)\*\*"
@@ -148,14 +152,40 @@ def _inline(text: str, images: Mapping[str, str]) -> str:
 
 
 def _token(match: re.Match[str], images: Mapping[str, str]) -> str:
+    if match.group("escaped") is not None:
+        return escape(match.group("escaped"), quote=False)
     if match.group("code") is not None:
         return f"<code>{escape(match.group('code'), quote=False)}</code>"
     if match.group("src") is not None:
-        src = images.get(match.group("src"), match.group("src"))
-        return f'<img src="{escape(src)}" alt="{escape(match.group("alt"))}">'
+        return _image(match.group("src"), match.group("alt"), images)
     if match.group("href") is not None:
-        return f'<a href="{escape(match.group("href"))}">{_inline(match.group("text"), images)}</a>'
+        shown = _inline(match.group("text"), images)
+        if not (_relative(match.group("href")) or _WEB.match(match.group("href"))):
+            return shown  # javascript:, data:, file:…: the text, not a link
+        return f'<a href="{escape(match.group("href"))}">{shown}</a>'
     return f"<strong>{_inline(match.group('bold'), images)}</strong>"
+
+
+def _image(src: str, alt: str, images: Mapping[str, str]) -> str:
+    """A chart perfbench drew (its data URI), or a relative image; any other source (a
+    remote one would make the page fetch it) is shown as its alt text."""
+    if src in images:
+        src = images[src]
+    elif not _relative(src):
+        return escape(f"[image: {alt}]", quote=False)
+    return f'<img src="{escape(src)}" alt="{escape(alt)}">'
+
+
+def _relative(url: str) -> bool:
+    """A URL relative to the page, with no scheme and no host (``latency.svg``, ``#runs``):
+    it names nothing on a network. Browsers drop control characters and spaces from a URL,
+    so one that holds any is not taken as relative (``\x01javascript:``)."""
+    return not (_SCHEME.match(url) or url.startswith(("/", "\\")) or _UNSAFE.search(url))
+
+
+_SCHEME = re.compile(r"[^/?#]*:")  # a colon before the path: a scheme (javascript:, http:)
+_UNSAFE = re.compile(r"[\x00-\x20\x7f\\]")
+_WEB = re.compile(r"https?://[^\x00-\x20\x7f\\]+\Z", re.IGNORECASE)
 
 
 def _slug(text: str) -> str:

@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
-from perfbench.report.format import TITLES, change, number, p_value, quantity, spread, table
+from perfbench.report.format import (
+    TITLES,
+    change,
+    md_code,
+    md_text,
+    number,
+    p_value,
+    quantity,
+    spread,
+    table,
+)
 from perfbench.stats.advice import advise
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
@@ -38,6 +48,12 @@ def report(
     sweeps: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The release report: the verdict, then every chart with the table of its numbers."""
+    # Run names are labels users gave: escaped once here, they read as text everywhere below.
+    runs = [replace(v, name=md_text(v.name)) for v in runs]
+    baseline = md_text(baseline) if baseline is not None else None
+    comparisons = [
+        (md_text(name), replace(v, name=md_text(v.name)), c) for name, v, c in comparisons
+    ]
     parts = ["# perfbench report", ""]
     parts += verdict(baseline, comparisons, runs)
     parts += ["", "## Runs", "", _runs_table(runs, baseline)]
@@ -186,7 +202,7 @@ def _cases_sentence(result: Comparison) -> list[str]:
     worse = sorted((r for r in cases if r.verdict == "regression"), key=lambda r: -(r.change or 0))
     if not worse:
         return []
-    top = ", ".join(f"`{r.key}` {change(r)}" for r in worse[:3])
+    top = ", ".join(f"{md_code(r.key)} {change(r)}" for r in worse[:3])
     return ["", f"P95 regressed in {len(worse)} of {len(cases)} cases; most: {top}."]
 
 
@@ -322,12 +338,13 @@ def _runs_table(runs: Sequence[RunView], baseline: str | None) -> str:
         rows.append(
             [
                 f"**{v.name}**{role}",
-                f"`{v.meta.get('target', '?')}`",
+                md_code(v.meta.get("target", "?")),
                 str(v.meta.get("started_at", "?"))[:19].replace("T", " "),
                 str(len(v.summary["runs"])),
                 f"{ok}/{tasks}",
                 str(v.meta.get("status", "?")),
-                f"`{v.meta['suite'].get('name', '?')}` `{str(v.meta['suite'].get('digest'))[:8]}`",
+                f"{md_code(v.meta['suite'].get('name', '?'))} "
+                f"{md_code(str(v.meta['suite'].get('digest'))[:8])}",
             ]
         )
     header = ("Run", "Target", "Started (UTC)", "Runs", "ok/tasks", "Status", "Suite")
@@ -373,7 +390,7 @@ def _case_table(runs: Sequence[RunView]) -> str:
     cases = sorted({c for v in runs for c in v.summary["across_runs"]["cases"]})
     rows = []
     for case in cases:
-        cells = [f"`{case}`"]
+        cells = [md_code(case)]
         for v in runs:
             for path in ("latency.p50", "latency.p95"):
                 entry = v.summary["across_runs"]["cases"].get(case, {}).get(path)
@@ -455,7 +472,7 @@ def _serving_table(runs: Sequence[RunView]) -> str | None:
                 spread(_overall_median(v, "tpot.p99"), "s"),
                 spread(_overall_median(v, "goodput.request_share"), "rate"),
                 spread(_overall_median(v, "goodput.task_share"), "rate"),
-                f"`{slo}`" if slo else "–",
+                md_code(slo) if slo else "–",
             ]
         )
     header = ("Run", "Requests/s", "Failed", "TPOT P50", "TPOT P99", "Goodput (requests)",
@@ -471,7 +488,7 @@ def _server_table(runs: Sequence[RunView]) -> str | None:
         if not scraped:
             continue
         for key, entry in list(scraped["series"].items())[:8]:
-            rows.append([v.name, f"`{key}`", number(entry["min"], 2), number(entry["mean"], 2),
+            rows.append([v.name, md_code(key), number(entry["min"], 2), number(entry["mean"], 2),
                          number(entry["max"], 2), str(scraped["scrapes"])])  # fmt: skip
         if scraped["failed"]:
             rows.append([v.name, f"{scraped['failed']} scrapes failed", "–", "–", "–", "–"])
@@ -492,8 +509,8 @@ def _language_table(runs: Sequence[RunView]) -> str:
             rows.append(
                 [
                     v.name,
-                    priced,
-                    f"`{lang}`",
+                    md_text(priced),
+                    md_code(lang),
                     str(m["tasks"]),
                     quantity(m.get("input_chars"), ""),
                     quantity(m.get("tokens_in"), "") + estimated,

@@ -9,7 +9,10 @@ The rest of the target string is the command line, split as a POSIX shell splits
   ``*_API_KEY``\\s set to its route of perfbench's proxy (``perfbench.proxy``), which forwards
   every model call to ``--upstream`` and times it onto the task;
 - its own process group (session), so that at the case's ``timeout_s`` or on Ctrl-C the
-  group is killed, children included, and nothing is left running.
+  group is killed, children included, and nothing is left running. Its answer is read until
+  it exits (not until every process that inherited stdout closes it); at the task's end what
+  it left running (its session, whatever holds its stdout or stderr: ``leftovers``) is
+  killed, and counted in the sample's ``leftovers``.
 
 Its stdout (up to ``MAX_OUTPUT``) is the answer, checked against the case's ``expect``. The
 sample's steps are the model calls the proxy saw, and ``agent`` steps for the rest of the
@@ -27,6 +30,7 @@ import shlex
 import shutil
 import signal
 import tempfile
+from collections.abc import Mapping
 from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
@@ -38,7 +42,7 @@ from anyio.abc import Process
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.suite import Suite
-from perfbench.targets import Target
+from perfbench.targets import Target, leftovers
 from perfbench.targets.proxied import ModelAccess, Outcome, ProxyHost, Via, attributed, settle
 from perfbench.task import Task
 
@@ -49,15 +53,24 @@ if TYPE_CHECKING:
 PREFIX = "cmd:"
 MAX_OUTPUT = 1 << 20  # an answer's bytes kept; the rest is read and dropped
 STDERR_KEPT = 2000  # characters of stderr's end kept for a failed sample's message
+_KEY_LENGTH = 8  # a shorter "secret" (a test's) would match values by chance
 _KILL_WAIT = 5.0  # seconds to wait for a killed group's leader to be reaped
+DRAIN_S = 0.2  # how long stdout is read after the agent's exit while another process holds it
 
 
 class CommandTarget(Target):
     def __init__(
-        self, command: str, spec: TargetSpec, sizing: Sizing, upstream: Upstream | None = None
+        self,
+        command: str,
+        spec: TargetSpec,
+        sizing: Sizing,
+        upstream: Upstream | None = None,
+        withheld: frozenset[str] = frozenset(),
     ) -> None:
         """``upstream``: where the proxy forwards (None: a mock+http[:profile] upstream,
-        started when the target is entered, or the one at ``sizing.server_url``)."""
+        started when the target is entered, or the one at ``sizing.server_url``);
+        ``withheld``: the variables the upstream's credentials are read from, left out of
+        the agent's environment (``registry.upstream_variables``)."""
         try:
             self.argv = shlex.split(command)
         except ValueError as exc:
@@ -71,6 +84,8 @@ class CommandTarget(Target):
         self.server_url = self._host.server_url
         self._stack = AsyncExitStack()
         self._dir: Path | None = None
+        self._withheld = withheld
+        self._base_env: dict[str, str] = {}
 
     @property
     def name(self) -> str:
@@ -89,6 +104,7 @@ class CommandTarget(Target):
         await self._host.start()
         self._stack.push_async_callback(self._host.aclose)
         self.server_url, self.secrets = self._host.server_url, self._host.secrets
+        self._base_env = agent_environment(self._withheld, self.secrets)
         self._dir = Path(tempfile.mkdtemp(prefix="perfbench-cmd-"))
         self._stack.callback(shutil.rmtree, self._dir, True)
         return self
@@ -104,7 +120,8 @@ class CommandTarget(Target):
         case_file = self._dir / f"{via.route.token}.json"
         try:
             case_file.write_bytes(orjson.dumps(task.case.model_dump(mode="json")))
-            return await self._execute(task, via, _environment(via.access, case_file, task.case.id))
+            env = _environment(self._base_env, via.access, case_file, task.case.id)
+            return await self._execute(task, via, env)
         finally:
             via.close()
             with suppress(OSError):
@@ -118,16 +135,19 @@ class CommandTarget(Target):
         except OSError as exc:
             message = f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
             return task.sample("error", error_kind="agent_not_started", error=message)
+        pipes = leftovers.pipes(process.pid)
+        held_open, left = True, 0  # until its exit says otherwise: look for holders
         try:
-            out, err = await _exchange(process, task.case.prompt_text().encode())
-            code = await process.wait()
+            code, out, err, held_open = await _exchange(process, task.case.prompt_text().encode())
+            end = task.now()  # the agent's exit (its answer is read by then)
         finally:
             with anyio.CancelScope(shield=True):
-                await _end_group(process)
-        end = task.now()
+                left = await _end_group(process, pipes if held_open else frozenset())
         if code != 0:  # the fault it failed of may be in a call still being read
             await via.calls_done()
-        return attributed(task, via, end, _outcome(code, out, err), _NO_CALL)
+        sample = attributed(task, via, end, _outcome(code, out, err), _NO_CALL)
+        sample.leftovers = left or None
+        return sample
 
 
 def _check_runnable(program: str) -> None:
@@ -140,11 +160,28 @@ def _check_runnable(program: str) -> None:
         )
 
 
-def _environment(access: ModelAccess, case_file: Path, case_id: str) -> dict[str, str]:
-    """The agent's environment: perfbench's own, with every model API pointed at its route
-    (and keyed with its token: the upstream key stays in the proxy)."""
+def agent_environment(
+    withheld: frozenset[str], secrets: tuple[str, ...], environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """perfbench's environment without what would hand an agent the upstream's key: the
+    variables named in ``withheld`` and any whose value holds one of ``secrets`` (the key
+    copied under another name). Everything else (PATH, HOME, the agent's own settings)
+    stays."""
     return {
-        **os.environ,
+        name: value
+        for name, value in environ.items()
+        if name not in withheld and not any(s in value for s in secrets if len(s) >= _KEY_LENGTH)
+    }
+
+
+def _environment(
+    base: Mapping[str, str], access: ModelAccess, case_file: Path, case_id: str
+) -> dict[str, str]:
+    """The agent's environment: ``base`` (perfbench's own, the upstream's credentials left
+    out), with every model API pointed at its route (and keyed with its token: the upstream
+    key stays in the proxy)."""
+    return {
+        **base,
         "OPENAI_BASE_URL": access.openai_base_url,
         "OPENAI_API_KEY": access.api_key,
         "ANTHROPIC_BASE_URL": access.anthropic_base_url,
@@ -154,10 +191,14 @@ def _environment(access: ModelAccess, case_file: Path, case_id: str) -> dict[str
     }
 
 
-async def _exchange(process: Process, stdin: bytes) -> tuple[bytes, str]:
-    """Write the input, read stdout (bounded) and the end of stderr until both close."""
+async def _exchange(process: Process, stdin: bytes) -> tuple[int, bytes, str, bool]:
+    """Write the input, read stdout (bounded) and the end of stderr until the agent exits
+    and they close; a process it left holding them (a ``setsid`` child) does not hold the
+    answer: what was written is read for ``DRAIN_S`` more, then reading stops. The exit
+    status, the answer, the end of stderr, and whether they were still held open."""
     out = bytearray()
     tail = [""]
+    closed = anyio.Event()
 
     async def feed() -> None:
         assert process.stdin is not None
@@ -177,21 +218,33 @@ async def _exchange(process: Process, stdin: bytes) -> tuple[bytes, str]:
         async for chunk in process.stderr:
             tail[0] = (tail[0] + chunk.decode(errors="replace"))[-STDERR_KEPT:]
 
+    async def read_both() -> None:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(read_out)
+            readers.start_soon(read_err)
+        closed.set()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(feed)
-        tg.start_soon(read_out)
-        tg.start_soon(read_err)
-    return bytes(out), tail[0]
+        tg.start_soon(read_both)
+        code = await process.wait()
+        with anyio.move_on_after(DRAIN_S):
+            await closed.wait()
+        tg.cancel_scope.cancel()  # still open: an inheritor holds them, not the agent
+    return code, bytes(out), tail[0], not closed.is_set()
 
 
-async def _end_group(process: Process) -> None:
-    """Kill what is left of the agent's process group (its children, or the agent itself at
-    a timeout or Ctrl-C), then reap the agent."""
+async def _end_group(process: Process, held: frozenset[str]) -> int:
+    """Kill what the agent left running (``leftovers``: its session, and whatever holds a
+    pipe of ``held``), and its process group (the agent itself at a timeout or Ctrl-C), then
+    reap the agent: the number of processes other than the agent that were killed."""
+    left = leftovers.kill_leftovers(process.pid, held, spare=process.pid)
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     with anyio.move_on_after(_KILL_WAIT):
         await process.wait()
     await process.aclose()
+    return left
 
 
 _NO_CALL = (

@@ -236,20 +236,23 @@ class Outcome:
 
 
 def attributed(task: Task, via: Via, end: float, outcome: Outcome, hint: str) -> Sample:
-    """A proxied task's sample, its steps settled (``settle``). A recording's
-    miss is the root cause whatever the agent made of it. An agent that failed after a model
-    call failed failed of that call's fault (``http_500``, ``malformed_stream``…: one fault
-    reads the same wherever it is met), its own failure in the message; one that answered
-    anyway answered (the failed call is a step that says so). An answer with no model call
-    through the proxy is ``no_model_call`` (``hint``: what to check)."""
+    """A proxied task's sample, its steps settled (``settle``). A recording's miss, or a
+    request the proxy refused, is the root cause whatever the agent made of it. An agent
+    that failed after a model call failed failed of that call's fault (``http_500``,
+    ``malformed_stream``…: one fault reads the same wherever it is met), its own failure in
+    the message; one that answered anyway answered (the failed call is a step that says
+    so). An answer with no model call through the proxy is ``no_model_call`` (``hint``:
+    what to check)."""
     task.settle = None
     settle(task, via, end)
     route = via.route
     models = sum(step.kind == "model" for step in task.steps)
-    misses = [f for f in route.failures if f[0] == "replay_miss"]
+    # Root causes whatever the agent made of them: a recording's miss, and a request the
+    # proxy refused (a path outside --base-url: the task did not run as it should).
+    misses = [f for f in route.failures if f[0] in ("replay_miss", "proxy_refused")]
     tools = outcome.tool_calls if outcome.tool_calls is not None else tuple(route.tool_calls)
     if misses:
-        sample = task.sample("error", error_kind="replay_miss", error=misses[0][1], end=end)
+        sample = task.sample("error", error_kind=misses[0][0], error=misses[0][1], end=end)
     elif outcome.failure is not None and route.failures:
         kind, cause = route.failures[0]
         message = f"{cause} (then the agent failed: {outcome.failure[2]})"

@@ -157,7 +157,7 @@ def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
                 f"--api {spec.api} goes with model targets: a cmd: agent calls the APIs it "
                 "calls (the proxy forwards each to --upstream)"
             )
-        return CommandTarget(arg, spec, sizing, _upstream(spec))
+        return CommandTarget(arg, spec, sizing, _upstream(spec), upstream_variables(spec))
     if kind == "python":
         from perfbench.targets.python_callable import PythonCallable
 
@@ -244,6 +244,19 @@ def proxy_upstream(spec: TargetSpec) -> Upstream:
         base = base.rstrip("/") + "/v1"  # as _model: the API adds /messages to …/v1
     extra = request_headers(spec.headers)
     return upstream.provider(spec.upstream, provider.api, base, key, extra)
+
+
+def upstream_variables(spec: TargetSpec) -> frozenset[str]:
+    """The environment variables a proxy's upstream reads its credentials from: the
+    ``--api-key-env`` one, the provider's own (DEEPSEEK_API_KEY…) and every ``${VARIABLE}``
+    of a ``--header``. A ``cmd:`` agent's environment goes without them."""
+    names = set(_VARIABLE.findall(" ".join(spec.headers)))
+    if spec.api_key_env:
+        names.add(spec.api_key_env)
+    provider = PROVIDERS.get(spec.upstream.partition("/")[0])
+    if provider is not None:
+        names.add(provider.key_env)
+    return frozenset(names)
 
 
 def path_kind(spec: str) -> str:

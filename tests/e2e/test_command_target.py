@@ -18,6 +18,7 @@ import pytest
 from perfbench.export import load_run
 from tests.helpers import (
     CASES,
+    alive,
     cli,
     covered,
     mock_model_calls,
@@ -112,16 +113,7 @@ def test_a_hanging_agent_times_out_and_its_process_group_is_killed(tmp_path: Pat
     (s,) = samples(tmp_path / "out")
     assert s["status"] == "timeout" and 2.9 < s["latency"] < 10, (s, done.stderr)
     child = int(pid_file.read_text())
-    assert not _alive(child), "the agent's child outlived its task"
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie is dead: killed, not yet reaped by its own parent's reaper)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+    assert not alive(child), "the agent's child outlived its task"
 
 
 def test_a_program_that_cannot_run_fails_the_run_before_it_starts(tmp_path: Path) -> None:
