@@ -7,6 +7,8 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
+
 from perfbench.store.files import write_json
 
 
@@ -29,6 +31,15 @@ def test_write_json_round_trips(tmp_path: Path) -> None:
     assert json.loads(text) == doc
     assert text.endswith("}\n") and '\n  "cases": {\n' in text  # indented, one key a line
     assert "é ✓" in text  # UTF-8, not \\u escapes
+
+
+def test_numpy_numbers_are_written_as_numbers(tmp_path: Path) -> None:
+    class Seconds(float):
+        pass
+
+    path = tmp_path / "summary.json"
+    write_json(path, {"p50": np.float64(0.25), "n": np.int64(3), "s": Seconds(1.5)})
+    assert json.loads(path.read_text(encoding="utf-8")) == {"p50": 0.25, "n": 3, "s": 1.5}
 
 
 def test_write_json_holds_little_beyond_the_bytes_it_writes(tmp_path: Path) -> None:
