@@ -26,7 +26,7 @@ from perfbench.report import charts, html, release_md
 from perfbench.report.format import TITLES
 from perfbench.stats import interval
 from perfbench.stats.compare import Comparison, Row, Rules, compare
-from perfbench.stats.histogram import US, decode, new_hdr
+from perfbench.stats.histogram import US, pool
 from perfbench.stats.server_metrics import KNOWN, USAGE, Scrape, metric_name, on_run_axis, rank
 from perfbench.stats.summary import Summary
 from perfbench.store.documents import Meta
@@ -67,10 +67,7 @@ def _merged(summary: Mapping[str, Any], kind: str) -> HdrHistogram | None:
     blobs = [b for key, b in summary.get("histograms", {}).items() if key.endswith("/" + kind)]
     if not blobs:
         return None
-    merged = new_hdr()
-    for blob in blobs:
-        merged.add(decode(blob))
-    return merged
+    return pool(blobs)
 
 
 def load(ref: str, root: Path) -> RunData:

@@ -13,7 +13,10 @@ short tasks: 16 histograms a sample).
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+import sys
 from array import array
 from collections.abc import Iterable
 from typing import Any
@@ -251,17 +254,22 @@ class Histogram:
     def encode(self) -> str:
         """The distribution as an HDR 'histoblob' (base64 text) for summary.json."""
         self._settle()
-        hdr = self._hdr
-        if hdr is None:
-            hdr = new_hdr()
-            raw = self._raw or array("d")
+        if self._hdr is not None:
+            return _text(self._hdr)
+        # An exact histogram (most cases' of a many-case run) is written through one scratch
+        # HDR histogram: a new one per blob is 184 KiB of counts that, tied in a cycle with
+        # its encoder, only the cyclic GC frees (1,000 cases: +400 MB peak RSS).
+        hdr = _scratch()
+        raw = self._raw or array("d")
+        try:
             if len(raw) < BATCH:  # a short run's: not worth numpy's import (~50 ms, 10 MiB)
                 for v in raw:
                     hdr.record_value(min(max(round(v * US), 0), HIGHEST_US))
             else:
                 record(hdr, raw)
-        blob: bytes = hdr.encode()
-        return blob.decode("ascii")
+            return _text(hdr)
+        finally:
+            _clear(hdr)
 
     def summary(self) -> dict[str, Any] | None:
         """n, min, max, mean, stddev and the standard percentiles, in seconds; None if empty."""
@@ -289,5 +297,42 @@ def _rank(p: float, n: int) -> int:
 
 
 def decode(blob: str) -> HdrHistogram:
-    """Inverse of ``Histogram.encode``: merge these with ``add`` to pool runs."""
+    """Inverse of ``Histogram.encode``: merge these with ``add`` to pool runs (``pool``
+    does, freeing each as it goes), or ``release`` it when done."""
     return HdrHistogram.decode(blob.encode("ascii"))
+
+
+def release(hdr: HdrHistogram) -> None:
+    """Free ``hdr``'s counts now. An hdrh histogram and its encoder refer to each other, so
+    only the cyclic GC frees them, and it does not see the 184 KiB of ctypes counts each
+    holds: decoding a blob per case of a 10^4-case run would hold gigabytes until then."""
+    hdr.encoder = None
+
+
+def pool(blobs: Iterable[str]) -> HdrHistogram:
+    """One histogram of every encoded one in ``blobs`` (lossless: one layout), each decoded
+    and freed in turn, so memory stays at two histograms however many there are."""
+    merged = new_hdr()
+    for blob in blobs:
+        one = decode(blob)
+        merged.add(one)
+        release(one)
+    return merged
+
+
+def _text(hdr: HdrHistogram) -> str:
+    blob: bytes = hdr.encode()
+    return blob.decode("ascii")
+
+
+@functools.cache
+def _scratch() -> HdrHistogram:
+    return new_hdr()
+
+
+def _clear(hdr: HdrHistogram) -> None:
+    """``hdr`` empty again, at memset's speed (hdrh's ``reset`` loops in Python)."""
+    ctypes.memset(hdr.counts, 0, ctypes.sizeof(hdr.counts))
+    hdr.total_count = 0
+    hdr.min_value = sys.maxsize
+    hdr.max_value = 0

@@ -14,6 +14,7 @@ refuses load cannot look faster. Throughput is successful tasks per second of th
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -595,7 +596,9 @@ def _numbers(metrics: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str
         if isinstance(v, bool) or v is None or key in ("method", "run"):
             continue
         if isinstance(v, int | float):
-            yield prefix + key, float(v)
+            # Interned: every case has the same ~80 dotted names, made anew per case otherwise
+            # (3,000 cases: 61 -> 51 MB of per-case spreads).
+            yield sys.intern(prefix + key), float(v)
         elif isinstance(v, Mapping):
             yield from _numbers(v, f"{prefix}{key}.")
 

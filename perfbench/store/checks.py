@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from perfbench.sample import Sample, Step
-from perfbench.stats.histogram import decode
+from perfbench.stats.histogram import decode, release
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def _histogram(value: Any) -> bool:
     if not isinstance(value, str):
         return False
     try:
-        decode(value)
+        release(decode(value))
     except Exception:  # hdrh raises zlib's, binascii's and its own errors on a damaged blob
         return False
     return True

@@ -146,3 +146,16 @@ def test_pooled_scopes_are_every_run_together() -> None:
             same(pooled[scope][name]["latency"], metrics["latency"], f"{scope}.{name}")
     same(pooled["overall"]["latency_all"], want["overall"]["latency_all"])
     assert pooled["window"] == pytest.approx(windows)
+
+
+def test_every_case_spread_shares_its_metric_names() -> None:
+    """A many-case run's per-case spreads (issue 38) hold one copy of each dotted name."""
+    summarizer = Summarizer({case: 60.0 for case in CASES})
+    for s in samples(7, 200):
+        summarizer.add(s)
+    spreads = summarizer.finish()["across_runs"]["cases"]
+    a, b = (list(spreads[case]) for case in ("a", "c"))
+    shared = set(a) & set(b)
+    assert "latency.p50" in shared
+    by_name = {name: name for name in b}
+    assert all(name is by_name[name] for name in a if name in shared)

@@ -1,0 +1,71 @@
+"""Peak RSS and wall time against the number of cases (issue 38; asserts nothing).
+
+Each workload runs as its own `python -m perfbench` process, its peak RSS read from that
+process's rusage (``os.wait4``): synthetic suites and hand-written case files through
+`run -t mock:zero --runs 1 --warmup 0`, and `cases check` of a large file.
+
+Usage: python tests/bench/many_cases.py [CASES ...]   (default: 1000 3000)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUN = ["-t", "mock:zero", "--runs", "1", "--warmup", "0", "-q"]
+
+
+def measure(args: list[str], out: Path) -> tuple[float, float]:
+    """Peak RSS (MB) and wall time (s) of ``perfbench ARGS``."""
+    cmd = [sys.executable, "-m", "perfbench", *args]
+    start = time.perf_counter()
+    with (out / "stderr.txt").open("wb") as stderr:
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, cwd=out)
+        _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit((out / "stderr.txt").read_text(errors="replace"))
+    return usage.ru_maxrss / 1024, wall
+
+
+def written(folder: Path, n: int) -> Path:
+    """A case file of ``n`` hand-written-looking cases (language given, as most suites do)."""
+    rows = (
+        f"  - id: case-{i:05d}\n    language: en\n    tags: [t{i % 7}]\n"
+        f'    input: "Summarise item {i} of the quarterly report in two sentences."\n'
+        "    max_tokens: 32\n"
+        for i in range(n)
+    )
+    path = folder / f"cases-{n}.yaml"
+    path.write_text("cases:\n" + "".join(rows), encoding="utf-8")
+    return path
+
+
+def row(workload: str, rss: float, wall: float) -> None:
+    print(f"{workload:<44} {rss:>7.0f} MB {wall:>6.1f} s")
+
+
+def main() -> None:
+    sizes = [int(a) for a in sys.argv[1:]] or [1000, 3000]
+    print(f"{'workload':<44} {'peak RSS':>10} {'wall':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        runs = ["--out", str(folder / "runs")]
+        for n in sizes:
+            spec = f"input=64,output=16,n={n}"
+            row(
+                f"run --synthetic {spec}",
+                *measure(["run", "--synthetic", spec, *RUN, *runs], folder),
+            )
+            cases = str(written(folder, n))
+            row(f"run of {n} hand-written cases", *measure(["run", cases, *RUN, *runs], folder))
+        big = str(written(folder, 10_000))
+        row("cases check of 10,000 cases", *measure(["cases", "check", big], folder))
+
+
+if __name__ == "__main__":
+    main()
