@@ -28,7 +28,7 @@ from perfbench.errors import PerfbenchError, StoreError
 from perfbench.sample import Sample, Step
 
 OTEL_HINT = (
-    "OpenTelemetry export needs the otel extra: pip install 'perfbench[otel]' "
+    "OpenTelemetry export needs the otel extra: pip install 'perfbench-llm[otel]' "
     "(opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http)"
 )
 
