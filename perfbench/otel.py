@@ -26,6 +26,7 @@ import orjson
 from perfbench import store
 from perfbench.errors import PerfbenchError, StoreError
 from perfbench.sample import Sample, Step
+from perfbench.stats import breakdown
 
 OTEL_HINT = (
     "OpenTelemetry export needs the otel extra: pip install 'perfbench-llm[otel]' "
@@ -204,6 +205,8 @@ def _task_attributes(s: Sample, shape: _Shape) -> dict[str, Any]:
         "perfbench.expect_ok": s.expect_ok,
         "perfbench.cost_usd": s.cost,
     }
+    # Where the task's time went (stats/breakdown.py), so a trace view can sort by it.
+    attrs.update({f"perfbench.time.{part}_s": v for part, v in breakdown.split(s).items()})
     return {k: v for k, v in attrs.items() if v is not None}
 
 

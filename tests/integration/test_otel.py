@@ -154,6 +154,8 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
         )
         tools = {_attrs(k).get("gen_ai.tool.name") for k in kids} - {None}
         assert tools == {st.name for st in s.steps if st.kind == "tool"}
+        for part in ("model", "tool", "agent", "client"):  # the time split rides along
+            assert float(attrs[f"perfbench.time.{part}_s"]) >= 0
         duration = int(root["endTimeUnixNano"]) - int(root["startTimeUnixNano"])
         assert abs(duration - s.latency * 1e9) < 1e3  # the sample's own times
         if s.status != "ok":
