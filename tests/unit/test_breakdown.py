@@ -70,3 +70,25 @@ def test_moved_names_the_part_that_carries_the_change() -> None:
     assert "model time" in (moved(_runs(0.3, 0.6), _runs(0.35, 0.9)) or "")
     assert moved(_runs(0.3, 0.6), _runs(0.3, 0.6)) is None
     assert moved([{"overall": {}}], _runs(0.3, 0.6)) is None  # an older summary: nothing said
+
+
+def _side(expected: list[bool]) -> dict[str, object]:
+    samples = []
+    for run in range(5):
+        for i, ok in enumerate(expected):
+            s = task([Step("model", "chat", start=0.1, duration=0.5)], expect_ok=ok)
+            s.run, s.iteration = run, i
+            samples.append(s)
+    return dict(summarize(samples, {"c": 60}))
+
+
+def test_compare_gates_the_success_rate_and_a_threshold_reads_it() -> None:
+    from perfbench.stats.compare import Rules, compare
+    from perfbench.stats.thresholds import check_thresholds, parse_threshold
+
+    base, cand = _side([True] * 4), _side([True, True, False, False])
+    rows = {r.metric: r for r in compare(base, cand, Rules()).rows if r.scope == "overall"}
+    assert rows["success_rate"].gated and rows["success_rate"].verdict == "regression"
+    assert rows["error_rate"].verdict == "pass"  # every task completed: only success fell
+    (result,) = check_thresholds(cand, [parse_threshold("success_rate>=90%")])
+    assert result.value == pytest.approx(0.5) and not result.ok
