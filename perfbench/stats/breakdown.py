@@ -36,6 +36,52 @@ NAMES = {"model": "model time", "tool": "tool time", "agent": "the agent's own t
 
 def split(s: Sample) -> dict[str, float]:
     """The task's time split, in seconds; ``model_sum`` beside the four parts."""
+    return dict(zip(_ORDER, split_tuple(s), strict=True))
+
+
+_ORDER = ("model", "tool", "agent", "client", "model_sum")
+
+
+def split_tuple(s: Sample) -> tuple[float, float, float, float, float]:
+    """``split`` as a tuple in ``_ORDER``. One pass over the steps, which a task appends as
+    they start; steps out of that order (or a model call whose wait reorders it) take the
+    sorting path. This runs once per finished task: a dict and two sorts cost three times
+    the pass."""
+    model = tool = cover = client = model_sum = 0.0
+    m_reach = t_reach = c_reach = last = m_last = float("-inf")
+    for st in s.steps:
+        kind = st.kind
+        if kind == "agent":
+            continue
+        start = st.start
+        end = start + st.duration
+        if start < last:
+            return _sorted_parts(s)
+        last = start
+        if end > c_reach:
+            cover += end - (start if start > c_reach else c_reach)
+            c_reach = end
+        if kind == "model":
+            wait = st.wait
+            if wait:
+                wait = min(wait, st.duration)
+                client += wait
+                start += wait
+            if start < m_last:
+                return _sorted_parts(s)
+            m_last = start
+            model_sum += end - start
+            if end > m_reach:
+                model += end - (start if start > m_reach else m_reach)
+                m_reach = end
+        elif end > t_reach:
+            tool += end - (start if start > t_reach else t_reach)
+            t_reach = end
+    agent = s.end - s.start - cover
+    return model, tool, agent if agent > 0 else 0.0, client, model_sum
+
+
+def _sorted_parts(s: Sample) -> tuple[float, float, float, float, float]:
     model, tools, covered = [], [], []
     model_sum = client = 0.0
     for st in s.steps:
@@ -50,13 +96,7 @@ def split(s: Sample) -> dict[str, float]:
             tools.append((st.start, end))
             covered.append((st.start, end))
     outside = max(0.0, s.latency - _union(covered))
-    return {
-        "model": _union(model),
-        "tool": _union(tools),
-        "agent": outside,
-        "client": client,
-        "model_sum": model_sum,
-    }
+    return _union(model), _union(tools), outside, client, model_sum
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -82,6 +122,9 @@ class Breakdown:
     cost: float = 0.0
     priced: int = 0
 
+    def __post_init__(self) -> None:
+        self._ordered = [self.parts[name] for name in _ORDER]
+
     def add(self, s: Sample) -> None:
         """A finished task (not a cancelled or dropped one)."""
         self.tasks += 1
@@ -90,8 +133,8 @@ class Breakdown:
             self.priced += 1
         if s.status != "ok":
             return
-        for name, seconds in split(s).items():
-            self.parts[name].add(seconds)
+        for h, seconds in zip(self._ordered, split_tuple(s), strict=True):
+            h.add(seconds)
         if s.expect_ok is not False:
             self.succeeded += 1
             self.latency.add(s.latency)

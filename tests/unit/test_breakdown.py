@@ -92,3 +92,22 @@ def test_compare_gates_the_success_rate_and_a_threshold_reads_it() -> None:
     assert rows["error_rate"].verdict == "pass"  # every task completed: only success fell
     (result,) = check_thresholds(cand, [parse_threshold("success_rate>=90%")])
     assert result.value == pytest.approx(0.5) and not result.ok
+
+
+def test_the_one_pass_split_equals_the_sorting_one_on_random_tasks() -> None:
+    import random
+
+    from perfbench.stats.breakdown import _sorted_parts, split_tuple
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        steps, at = [], 0.0
+        for _ in range(rng.randint(0, 6)):
+            at += rng.choice([0.0, rng.uniform(0, 0.3)])  # some start together (overlap)
+            kind = rng.choice(["model", "model", "tool", "agent"])
+            wait = rng.choice([None, 0.0, rng.uniform(0, 0.2)]) if kind == "model" else None
+            steps.append(Step(kind, "x", start=at, duration=rng.uniform(0, 0.5), wait=wait))
+        if rng.random() < 0.2:
+            rng.shuffle(steps)  # out of order: the sorting path
+        s = task(steps, end=at + 1.0)
+        assert split_tuple(s) == pytest.approx(_sorted_parts(s), abs=1e-12)
