@@ -26,6 +26,7 @@ from rich.text import Text
 
 from perfbench.errors import CaseError, PerfbenchError, StoreError
 from perfbench.report import console as tables
+from perfbench.report import time_split
 from perfbench.stats.advice import advise
 from perfbench.stats.compare import Comparison
 from perfbench.stats.thresholds import ThresholdResult
@@ -141,6 +142,9 @@ def print_result(summary: Mapping[str, Any], meta: Mapping[str, Any], where: Con
         if summary["pooled"].get("tags"):
             where.print(tables.cost_table(summary, meta, "tags"))
         where.print(tables.run_table(summary))
+        split = time_split.table(summary)  # report/time_split.py
+        if split is not None:
+            where.print(split)
         serving = tables.serving_table(summary)
         if serving is not None:
             where.print(serving)

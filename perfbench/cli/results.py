@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfbench import config, store
+from perfbench.cli import otlp
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.confirm import confirm
 from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
@@ -362,26 +363,35 @@ def report(
 def export_(
     run_ref: RunArg,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="csv, parquet (needs pyarrow) or json (lines).")
-    ] = "csv",
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="csv, parquet (needs pyarrow), json (lines), or otlp-json (OpenTelemetry "
+            "spans and metrics, docs/opentelemetry.md). Default: csv, or none with --otlp.",
+        ),
+    ] = None,
     out_path: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output file (default: samples.<ext> in the run dir)."),
     ] = None,
     phase: Annotated[str, typer.Option(help="measured, warmup or all.")] = "measured",
     root: RootOpt = Path("runs"),
+    otlp_url: otlp.OtlpOpt = None,
 ) -> None:
-    """Write a run's samples as a table (one row per task) for notebooks and other tools.
+    """Write a run's samples as a table (one row per task) for notebooks and other tools,
+    or as OpenTelemetry traces (--format otlp-json, or --otlp URL to send them).
 
     From Python: `perfbench.export.load_run(path).samples()` gives the same pandas DataFrame.
     """
     from perfbench import export
 
-    if fmt not in export.FORMATS:
-        raise typer.BadParameter(f"--format is one of {', '.join(export.FORMATS)}")
+    fmt = otlp.export_format(fmt, otlp_url, export.FORMATS)
     if phase not in export.PHASES:
         raise typer.BadParameter(f"--phase is one of {', '.join(export.PHASES)}")
     with errors(), store.reading(run_ref):
+        otlp.check(otlp_url)
         run = export.load_run(store.resolve_run(run_ref, root))
-        written = export.export(run, fmt, out_path, phase)
-    err.print(f"Wrote [bold]{written}[/]", highlight=False)
+        written = otlp.export(run, fmt, out_path, phase, otlp_url)
+    if written is not None:
+        err.print(f"Wrote [bold]{written}[/]", highlight=False)

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from perfbench import api
-from perfbench.cli import auto, options
+from perfbench.cli import auto, options, otlp
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
@@ -166,6 +166,7 @@ def run(
             "and tasks meeting every one; failed and refused ones count as misses.",
         ),
     ] = None,
+    otlp_url: otlp.OtlpOpt = None,
     *,
     flags: Flags,
 ) -> None:
@@ -183,8 +184,11 @@ def run(
     options.check_resume(ctx, resume is not None)
     options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
+    with errors():
+        otlp.check(otlp_url)
     if resume is not None:
         code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
+        _send(result, otlp_url)
         raise typer.Exit(code)
     with errors():
         shape = options.load_shape(
@@ -208,6 +212,7 @@ def run(
         code, result = _one(measure, flags, strict, max_error_rate)
         codes.append(code)
         results.append(result)
+        _send(result, otlp_url)
         if result.interrupted:
             break
     if len(specs) > 1 and len(results) == len(specs):
@@ -231,6 +236,13 @@ def _one(
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     _report(result, code, err if flags["as_json"] else out)
     return code, result
+
+
+def _send(result: RunResult, url: str | None) -> None:
+    """--otlp: the run's tasks as spans, after it (an interrupted run's finished ones too)."""
+    if url is not None and result.run_dir is not None:
+        with errors():
+            otlp.send(result.run_dir, dict(result.meta), url)
 
 
 def _worst(codes: list[ExitCode]) -> ExitCode:

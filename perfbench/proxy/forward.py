@@ -182,7 +182,7 @@ async def model_call(request: web.Request, ex: Exchange) -> web.StreamResponse:
     finally:
         route.ended(call)
         if route.on_call is not None and not route.closed:
-            route.on_call(call.step)
+            route.on_call(call.step, str(_json(ex.body).get("model") or ""))
 
 
 async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.StreamResponse:

@@ -27,9 +27,10 @@ class Route:
     model_calls: int = 0  # model calls begun: the next one's number, from 0
     calls: set[ModelCall] = field(default_factory=set)  # model calls in flight
     closed: bool = False  # the task's sample is being made: no call may change it now
-    # Told of each model call as it ends (``perfbench proxy``: counts it, and keeps no
-    # steps, so a session of a million calls holds none of them).
-    on_call: Callable[[Step], None] | None = None
+    # Told of each model call as it ends, with the model its request asked for
+    # (``perfbench proxy``: counts it, and keeps no steps, so a session of a million calls
+    # holds none of them).
+    on_call: Callable[[Step, str], None] | None = None
     _idle: list[anyio.Event] = field(default_factory=list)  # waiting for no call in flight
 
     def ended(self, call: ModelCall) -> None:

@@ -40,12 +40,13 @@ class ProxyServer:
         self._runner: web.AppRunner | None = None
         self.url = ""  # http://127.0.0.1:PORT once started
 
-    async def start(self) -> str:
+    async def start(self, port: int = 0) -> str:
+        """Listen on ``port`` (0: any free one); the server's URL."""
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_route("*", "/t/{token}/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, 0, reuse_address=True)
+        site = web.TCPSite(self._runner, HOST, port, reuse_address=True)
         await site.start()
         server = site._server
         assert server is not None and server.sockets  # type: ignore[attr-defined]

@@ -89,6 +89,7 @@ def comparison(
             right=(1, 2, 3, 4, 5),
         ),
     ]
+    parts += _moved(result)
     parts += _detectable(result)
     parts += _threshold_section(thresholds)
     parts += _scoped_section(result, "case", "Per case")
@@ -107,6 +108,21 @@ def comparison(
         "values.",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _moved(result: Comparison) -> list[str]:
+    """For a latency that changed, which part of a task's time moved (model, tool, the
+    agent's own, client wait)."""
+    rows = [r for r in result.rows if r.scope == "overall" and r.metric in _LATENCIES]
+    changed = [r for r in rows if r.verdict in ("regression", "inconclusive", "improvement")]
+    if result.moved is None or not changed:
+        return []
+    row = changed[0]
+    return ["", f"Where it moved: {TITLES.get(row.metric, row.metric)} {change(row)}; "
+            f"{result.moved}."]  # fmt: skip
+
+
+_LATENCIES = ("p50", "p95", "p99", "mean")
 
 
 def _headline(

@@ -27,6 +27,11 @@ TITLES = {
     "itl_p99": "ITL P99 (every gap)",
     "tpot_p50": "TPOT P50",
     "goodput": "goodput (tasks meeting --slo)",
+    "success_rate": "success rate (ok and as expected)",
+    "cost_per_success": "cost / successful task",
+    "model_p95": "model time P95",
+    "agent_p95": "agent's own time P95",
+    "tool_p95": "tool time P95",
 }
 
 

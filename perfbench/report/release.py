@@ -22,7 +22,7 @@ from hdrh.histogram import HdrHistogram
 
 from perfbench import store
 from perfbench.errors import StoreError
-from perfbench.report import charts, html, release_md
+from perfbench.report import charts, html, release_md, split_chart
 from perfbench.report.format import TITLES
 from perfbench.stats import interval
 from perfbench.stats.compare import Comparison, Row, Rules, compare
@@ -185,6 +185,10 @@ def _draw(runs: Sequence[RunData], out: Path) -> dict[str, str]:
         charts.tokens_per_second(names, tokens, out / "tokens")
         figures["tokens"] = "tokens.png"
     _draw_cost(runs, out, figures)
+    split = split_chart.means_of({r.name: r.summary for r in runs})
+    if split:
+        split_chart.draw(split, out / "time_split")
+        figures["time_split"] = "time_split.png"
     _draw_server(runs, out, figures)
     history = {r.name: r.summary["adaptive"]["history"] for r in runs if r.summary.get("adaptive")}
     if history:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from perfbench.report import time_split
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
 from perfbench.report.format import (
     TITLES,
@@ -74,6 +75,8 @@ def report(
         parts += _chart(figures, "timeline", "latency over time", CAPTIONS["timeline"])
     parts += _section("P95 latency per case (median across runs, min–max)", _case_table(runs))
     parts += _chart(figures, "cases", "P95 latency per case, per run", CAPTIONS["cases"])
+    views = [(r.name, r.summary) for r in runs]
+    parts += time_split.section(views, figures.get("time_split"))  # report/time_split.py
     parts += _section("Throughput and errors", _throughput_table(runs))
     what = "throughput (and error and 429 rates when any run had some), per run"
     parts += _chart(figures, "throughput", what, CAPTIONS["throughput"])

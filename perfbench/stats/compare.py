@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from perfbench.stats import power
+from perfbench.stats import breakdown, power
 
 Better = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
@@ -119,8 +119,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("itl_p99", "itl_pooled.p99", "lower", 0.25, 0.0005, "s"),
     Metric("tpot_p50", "tpot.p50", "lower", 0.10, 0.0005, "s"),
     Metric("goodput", "goodput.task_share", "higher", 0.0, 0.01, "rate"),
+    # Success: finished ok and as the case expects (stats/breakdown.py), gated like the
+    # error rate; what a success costs, and where a task's time went, shown beside it.
+    Metric("success_rate", "success.rate", "higher", 0.0, 0.01, "rate"),
+    Metric("cost_per_success", "success.cost_per_success", "lower", 0.10, 0.0, "USD"),
+    Metric("model_p95", "time_split.model.p95", "lower", 0.15, MS5, "s"),
+    Metric("agent_p95", "time_split.agent.p95", "lower", 0.15, MS5, "s"),
+    Metric("tool_p95", "time_split.tool.p95", "lower", 0.15, MS5, "s"),
 )
-INFORMATIONAL = frozenset({"ttft_p99", "ttfo_p50", "itl_p50", "itl_p99", "tpot_p50", "goodput"})
+INFORMATIONAL = frozenset({"ttft_p99", "ttfo_p50", "itl_p50", "itl_p99", "tpot_p50", "goodput",
+                           "cost_per_success", "model_p95", "agent_p95", "tool_p95"})  # fmt: skip
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
 
@@ -209,6 +217,7 @@ class Comparison:
     alpha: float
     runs: tuple[int, int]
     warnings: list[str] = field(default_factory=list)
+    moved: str | None = None  # which part of a task's time moved (stats/breakdown.py)
 
     @property
     def regressions(self) -> list[Row]:
@@ -261,6 +270,7 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
             *_thin_percentiles(rows, rules),
             *_mixed_cases(base_runs, rules),
         ],
+        moved=breakdown.moved([r["overall"] for r in base_runs], [r["overall"] for r in cand_runs]),
     )
 
 

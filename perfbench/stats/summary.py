@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample, Step
+from perfbench.stats.breakdown import Breakdown
 from perfbench.stats.goodput import Slo, request_figures
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
@@ -111,6 +112,7 @@ class _Group:
     # TTFT of its first model call (what a user waits for after each message).
     turn_latency: Histogram = field(default_factory=Histogram)
     turn_ttft: Histogram = field(default_factory=Histogram)
+    breakdown: Breakdown = field(default_factory=Breakdown)  # time split, success (breakdown.py)
 
     def add(self, s: Sample, timeout: float) -> None:
         self.counts[s.status] += 1
@@ -128,6 +130,7 @@ class _Group:
             # Stopped by the operator, or never started (open loop over max_in_flight):
             # counted, but neither a success nor a failure of the target.
             return
+        self.breakdown.add(s)
         self.throttled += s.throttled
         self.retries += s.retries
         if s.start < self.first_start:
@@ -281,6 +284,7 @@ class _Group:
         self.slo_requests += other.slo_requests
         self.turn_latency.merge(other.turn_latency)
         self.turn_ttft.merge(other.turn_ttft)
+        self.breakdown.merge(other.breakdown)
 
     def finish(self, window: float) -> Metrics:
         tasks = sum(n for k, n in self.counts.items() if k not in ("cancelled", "dropped"))
@@ -341,6 +345,7 @@ class _Group:
             "turn_latency": self.turn_latency.summary(),
             "turn_ttft": self.turn_ttft.summary(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
+            **self.breakdown.finish(),
         }
 
     def _goodput(self, tasks: int, window: float) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def main() -> None:
                 tasks = max(80, level * 4) if quick else max(240, level * 12)
                 sides: dict[str, list[dict[str, Any]]] = {"direct": [], "proxy": []}
                 for _ in range(1 if quick else 3):
-                    for side, url in (("direct", f"{mock_url}/v1"), ("proxy", f"{proxied}/v1")):
+                    for side, url in (("direct", f"{mock_url}/v1"), ("proxy", proxied)):
                         sides[side].append(measure(case, url, level, tasks, folder / "runs"))
                 report(level, sides)
 

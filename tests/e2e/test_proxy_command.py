@@ -1,39 +1,100 @@
-"""`perfbench proxy`: the recording proxy on its own, for an agent started by hand. It prints the
-route's base URL alone on stdout's first line and the variables for an agent on stderr; an
-agent pointed there gets its answers; Ctrl-C stops it and counts the calls."""
+"""`perfbench proxy`: the recording proxy on its own, for an agent started by hand. Its first
+line on stdout is the base URL an OpenAI client takes (with /v1), the variables for an agent
+on stderr; an agent pointed there gets its answers; Ctrl-C stops it and prints the calls'
+timing table per model (--json: a line per call, then the table as JSON)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
+from perfbench.proxy import recording
 from tests.helpers import perfbench
 
 AGENT = Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "urllib_agent.py"
 
 
+def _agent(base: str, token: str, model: str = "mock") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_BASE_URL": base, "OPENAI_API_KEY": token,
+           "PERFBENCH_MODEL": model}  # fmt: skip
+    return subprocess.run([sys.executable, str(AGENT)], input="hello", env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def _stop(proxy: subprocess.Popen[str]) -> tuple[str, str]:
+    proxy.send_signal(signal.SIGINT)
+    return proxy.communicate(timeout=20)
+
+
 def test_an_agent_started_by_hand_goes_through_the_proxy() -> None:
+    wide = {**os.environ, "COLUMNS": "200"}  # the table's rows on one line each
     with subprocess.Popen(perfbench("proxy"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proxy:  # fmt: skip
+                          text=True, env=wide) as proxy:  # fmt: skip
         try:
             assert proxy.stdout is not None and proxy.stderr is not None
             base = proxy.stdout.readline().strip()
             assert base.startswith("http://127.0.0.1:") and "/t/" in base
-            token = base.rsplit("/", 1)[1]
-            env = {**os.environ, "OPENAI_BASE_URL": f"{base}/v1", "OPENAI_API_KEY": token}
-            agent = subprocess.run([sys.executable, str(AGENT)], input="hello", env=env,
-                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert base.endswith("/v1")  # pasted as OPENAI_BASE_URL, it works as it is
+            token = base.removesuffix("/v1").rsplit("/", 1)[1]
+            agent = _agent(base, token, "gpt-a")
             assert agent.returncode == 0 and agent.stdout.strip(), agent.stderr
-            wrong = {**env, "OPENAI_BASE_URL": base.rsplit("/", 1)[0] + "/" + "0" * 32 + "/v1"}
-            refused = subprocess.run([sys.executable, str(AGENT)], input="hello", env=wrong,
-                                     capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert _agent(base, token, "gpt-b").returncode == 0
+            assert _agent(base, token, "gpt-a").returncode == 0
+            wrong = base.replace(token, "0" * 32)
+            refused = _agent(wrong, token)
             assert refused.returncode != 0 and "HTTP 401" in refused.stderr
         finally:
-            proxy.send_signal(signal.SIGINT)
-            _, said = proxy.communicate(timeout=20)
+            table, said = _stop(proxy)
     assert proxy.returncode == 0, said
-    assert f"export OPENAI_BASE_URL={base}/v1" in said
-    assert "perfbench proxy: 1 model call, 0 failed." in said
+    assert f"export OPENAI_BASE_URL={base} " in said
+    assert "perfbench proxy: 3 model calls, 0 failed." in said
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines()]
+    rows = {row[0]: row for row in cells if row and row[0].startswith("gpt-")}
+    assert rows["gpt-a"][1:3] == ["2", "0"] and rows["gpt-b"][1:3] == ["1", "0"]  # calls, failed
+    assert "TTFT P50" in table and rows["gpt-a"][3].endswith("ms")  # a measured TTFT, not "–"
+
+
+def test_port_record_and_json(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a free port, given back before the proxy takes it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    record = tmp_path / "calls.jsonl"
+    cmd = perfbench("proxy", "--port", str(port), "--record", str(record), "--json")
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proxy:
+        try:
+            assert proxy.stdout is not None
+            base = proxy.stdout.readline().strip()
+            assert base.startswith(f"http://127.0.0.1:{port}/t/") and base.endswith("/v1")
+            token = base.removesuffix("/v1").rsplit("/", 1)[1]
+            assert _agent(base, token, "gpt-a").returncode == 0
+            live = orjson.loads(proxy.stdout.readline())  # printed as the call ended
+            assert live["event"] == "call" and live["model"] == "gpt-a"
+            assert live["status"] == "ok" and live["ttft"] > 0 and live["tokens_out"] > 0
+        finally:
+            rest, said = _stop(proxy)
+    assert proxy.returncode == 0, said
+    summary = orjson.loads(rest.strip().splitlines()[-1])
+    assert summary["event"] == "summary" and summary["calls"] == 1
+    model = summary["models"]["gpt-a"]
+    assert model["calls"] == 1 and model["tokens_out"] == live["tokens_out"]
+    assert model["ttft"]["p50"] == live["ttft"]
+    header, calls = recording.read(record)
+    assert header["upstream"] == "mock+http" and len(calls) == 1
+    assert calls[0].case == "proxy" and calls[0].model == "gpt-a" and calls[0].status == 200
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        done = subprocess.run(perfbench("proxy", "--port", str(port)), capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 3 and f"127.0.0.1:{port}" in done.stderr
+    assert "choose another --port" in done.stderr and "Traceback" not in done.stderr
