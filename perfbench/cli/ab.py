@@ -37,7 +37,12 @@ _GATE_PANEL = "Gate (as perfbench compare)"
 _SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force"}
 # The exit codes of a child run that mean the same for ab: stopped, or --strict's client-bound.
 _PASSED_ON = {ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.CLIENT_BOUND}
-_MIN_ROUNDS = 4  # the exact rank test's smallest p with 3 runs a side is 1/20 = alpha
+# With 4 runs a side the exact rank test's smallest p is 1/70 = 0.014, above alpha / 9 (a
+# change in one of the 9 gated metrics that vary on the demo suite): 5 is the least that can.
+_MIN_ROUNDS = 5
+# The default: 5 runs a side flag a threshold-sized change 4 times in 5 only at 1–2%
+# run-to-run noise; 8 do it up to 3% (stats.power.sensitivity), a quiet runner's noise.
+_DEFAULT_ROUNDS = 8
 # The command's own options, in two --help panels (the gate's are compare's own, above).
 _side_option = functools.partial(typer.Option, rich_help_panel="Sides")
 _run_option = functools.partial(typer.Option, rich_help_panel="Run (each side, as perfbench run)")
@@ -107,10 +112,11 @@ def ab(
         _side_option(
             min=2,
             help="Rounds: each runs one measured pass per side, the side going first "
-            "alternating. They are compare's runs a side: under 4 no change can be "
-            "significant; the verdict says what the runs could detect.",
+            "alternating. They are compare's runs a side: under 5 no change in one metric "
+            "can be significant; a gated metric the rounds could not have flagged at "
+            "--detect makes the verdict underpowered, which says how many would.",
         ),
-    ] = 5,
+    ] = _DEFAULT_ROUNDS,
     repeat: Annotated[int, _run_option(min=1, help="Executions of each case per pass.")] = 1,
     warmup: Annotated[
         int,
@@ -168,15 +174,18 @@ def ab(
     times, one measured pass per run: a runner that slows down midway slows both sides. Both
     sides run the same copy of the candidate's suite. Then [bold]perfbench compare[/] pools
     each side's runs and decides; the exit code is its verdict: 0 pass, 4 regression,
-    5 threshold breached, 6 inconclusive (with --strict), 3 perfbench error (a ref that does
-    not exist, not a git repository, a side's run that failed).
+    5 threshold breached, 6 inconclusive or underpowered (with --strict), 3 perfbench error
+    (a ref that does not exist, not a git repository, a side's run that failed).
 
     Example: [bold]perfbench ab --baseline origin/main -t python:agent:run --repeat 3 --
     --retries 0[/]
     """
     started = time.monotonic()
     if rounds < _MIN_ROUNDS:
-        warning(f"{rounds} rounds are too few for any change to be significant: a smoke test")
+        warning(
+            f"{rounds} rounds are too few for a change in one metric to be significant: the "
+            f"verdict will be underpowered; use --rounds {_DEFAULT_ROUNDS}"
+        )
     with errors(), _cleanup_on_sigterm():
         lib.check_extra(extra or [])
         run_args = [
