@@ -259,10 +259,14 @@ def need(measured: Measured, effect: float, repeat: int, gate: Gate) -> Need:
         if least > 1:
             notes.append(f"{wanted}+ tasks a run, or it is each run's slowest task")
     if effect <= measured.threshold:
-        notes.append(
-            f"within its {100 * measured.threshold:g}% threshold: the gate passes it unless "
-            f"--max-regression {name}={100 * effect / 2:g}%"
+        # The reason first: no number of runs can help, and noise is not why (issue 37).
+        notes.insert(
+            0,
+            f"a {100 * effect:g}% change is within its {100 * measured.threshold:g}% threshold, "
+            f"which the gate passes at any number of runs; to gate it: --max-regression "
+            f"{name}={100 * effect / 2:g}%",
         )
+        return Need(name, cv, None, "; ".join(notes))
     found = plan(effect, cv, repeat, replace(gate, threshold=measured.threshold), least)
     if found is None:
         notes.insert(0, "out of reach within 200 runs a side and 64 times the repeat")

@@ -73,3 +73,15 @@ def test_detect_is_a_flag_and_a_setting_and_is_checked() -> None:
     assert build_rules({"detect": "30%"}).detect == pytest.approx(0.3)
     with pytest.raises(Exception, match="relative change such as 10%"):
         build_rules({}, detect="0%")
+
+
+def test_plan_says_a_change_within_the_threshold_is_out_of_reach_because_of_it_first() -> None:
+    """Issue 37 item 10: `plan --detect 10%` read "out of reach within 200 runs" on every
+    timing, the real reason (the 10% threshold) last; the reason now comes first, alone."""
+    gate = power.Gate(0.005, 2.5, power=0.9)
+    measured = power.Measured("mean", ((1.0, 1.02, 0.99, 1.01),), threshold=0.10)
+    found = power.need(measured, 0.10, 1, gate)
+    assert found.plan is None
+    assert found.note.startswith("a 10% change is within its 10% threshold, which the gate")
+    assert "--max-regression mean=5%" in found.note and "out of reach" not in found.note
+    assert power.need(measured, 0.20, 1, gate).plan is not None
