@@ -25,7 +25,7 @@ import typer
 
 from perfbench import ab as lib
 from perfbench import store
-from perfbench.cli import results
+from perfbench.cli import confirm, results
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import Flag, Flags, shared
 from perfbench.cli.output import err, errors, warning, write_text
@@ -227,9 +227,9 @@ def ab(
 
 def _regressed(out: Path, flags: Flags) -> bool:
     """Whether the first rounds show a regression, by compare's own rules (nothing printed)."""
-    gate = {k: v for k, v in flags.items() if k in results.RULE_FLAGS}
+    gate = {k: v for k, v in flags.items() if k in confirm.RULE_FLAGS}
     with errors():
-        return results.regressed("baseline*", "candidate*", out, **gate)
+        return confirm.regressed("baseline*", "candidate*", out, **gate)
 
 
 def _new_folder(given: Path | None) -> Path:

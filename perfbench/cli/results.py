@@ -16,7 +16,7 @@ from rich.text import Text
 
 from perfbench import config, store
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.confirm import confirm
+from perfbench.cli.confirm import confirm, gate_rules
 from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
 from perfbench.errors import GateError
 from perfbench.report import compare_md
@@ -234,7 +234,7 @@ def compare_(
         thresholds = [
             parse_threshold(t) for t in [*settings.get("thresholds", []), *(threshold or [])]
         ]
-        rules = _rules(
+        rules = gate_rules(
             settings, max_regression, floor, gate_metrics, scope, alpha, noise_bar, detect
         )
         if candidate_ref is None and not thresholds:
@@ -257,49 +257,6 @@ def compare_(
         text = _verdict_text(found, checked, verdict, strict_on)
     _verdict(found, checked, verdict, code, text, as_json, markdown_file, junit_file)
     raise typer.Exit(code)
-
-
-# compare's flags that shape its rules (``regressed`` takes them as compare does).
-RULE_FLAGS = ("max_regression", "floor", "gate_metrics", "scope", "alpha", "noise_bar", "detect",
-              "config_file")  # fmt: skip
-
-
-def regressed(
-    baseline_ref: str,
-    candidate_ref: str,
-    root: Path,
-    max_regression: list[str] | None = None,
-    floor: list[str] | None = None,
-    gate_metrics: str | None = None,
-    scope: str | None = None,
-    alpha: float | None = None,
-    noise_bar: float | None = None,
-    detect: str | None = None,
-    config_file: Path | None = None,
-) -> bool:
-    """Whether ``compare`` with these flags finds a regression, printing nothing: ``ab``'s cue
-    to measure confirmation rounds before it fails a build."""
-    settings = config.compare_settings(config_file or config.find(Path.cwd()))
-    rules = _rules(settings, max_regression, floor, gate_metrics, scope, alpha, noise_bar, detect)
-    with store.reading(baseline_ref, candidate_ref):
-        found = _sides(baseline_ref, candidate_ref, rules, True, root)
-    return found.result is not None and bool(found.result.regressions)
-
-
-def _rules(
-    settings: Mapping[str, Any],
-    max_regression: list[str] | None,
-    floor: list[str] | None,
-    gate_metrics: str | None,
-    scope: str | None,
-    alpha: float | None,
-    noise_bar: float | None,
-    detect: str | None,
-) -> Rules:
-    return build_rules(
-        settings, max_regression or (), floor or (), [gate_metrics] if gate_metrics else None,
-        [scope] if scope else None, alpha, noise_bar, detect,
-    )  # fmt: skip
 
 
 class _Found:
