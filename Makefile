@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,ray,otel]'
+	$(PY) -m pip install --quiet --no-deps 'apache-otava>=0.8' 'scipy>=1.16,<1.17'  # [history]: Otava pins numpy==2.2.0
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install perfbench with its dev tools

@@ -62,12 +62,16 @@ class Slot:
     side: SideName
 
 
-def schedule(rounds: int) -> list[Slot]:
+CONFIRM = "-confirm"  # the label suffix of the confirmation rounds' runs
+
+
+def schedule(rounds: int, first: int = 1) -> list[Slot]:
     """Every round runs both sides once; the side that goes first alternates (A B, B A, A B…).
     Plain A B A B puts the candidate later in every round, so a runner that slows down steadily
-    would count against it; swapping the order each round cancels that drift out."""
+    would count against it; swapping the order each round cancels that drift out. ``first``:
+    the number of the first round (confirmation rounds go on from the last one)."""
     slots: list[Slot] = []
-    for n in range(1, rounds + 1):
+    for n in range(first, first + rounds):
         order = SIDES if n % 2 else SIDES[::-1]
         slots.extend(Slot(n, side) for side in order)
     return slots
@@ -86,13 +90,15 @@ def check_extra(extra: Sequence[str]) -> None:
             raise AbError(f"{flag} is set by perfbench ab itself: leave it out after --")
 
 
-def run_command(cases: Sequence[Path], slot: Slot, out: Path, run_args: Sequence[str]) -> list[str]:
+def run_command(
+    cases: Sequence[Path], slot: Slot, out: Path, run_args: Sequence[str], suffix: str = ""
+) -> list[str]:
     """The ``perfbench run`` child's command line for one slot: one measured pass, labelled
-    with its side, seeded by its round (both sides of a round draw the same simulated
-    values), into the shared output folder."""
+    with its side (and ``suffix``: confirmation rounds), seeded by its round (both sides of a
+    round draw the same simulated values), into the shared output folder."""
     return [
         sys.executable, "-m", "perfbench", "run", *map(str, cases),
-        "--runs", "1", "--seed", str(slot.round), "--label", slot.side,
+        "--runs", "1", "--seed", str(slot.round), "--label", slot.side + suffix,
         "--out", str(out), "-q", *run_args,
     ]  # fmt: skip
 

@@ -9,6 +9,7 @@ table is defined so far::
     scopes = ["overall"]            # or "cases", "languages", "all"
     correction = "auto"             # auto | bh | none
     strict = false
+    detect = "20%"                  # every gated metric must be able to flag this change
     thresholds = ["p95<2s", "error_rate<1%"]
     max_regression = { p95 = "15%", p99 = "25%" }
     floor = { p50 = "5ms" }
@@ -26,7 +27,7 @@ from perfbench.errors import GateError
 _LISTS = {"gate": 'gate = ["p50", "p95"]', "scopes": 'scopes = ["overall"]',
           "thresholds": 'thresholds = ["p95<2s"]'}  # fmt: skip
 _TABLES = {"max_regression": 'max_regression = { p95 = "15%" }', "floor": 'floor = { p50 = "5ms" }'}
-KNOWN = {"alpha", "correction", "strict", *_LISTS, *_TABLES}
+KNOWN = {"alpha", "correction", "detect", "strict", *_LISTS, *_TABLES}
 
 
 def find(cwd: Path) -> Path | None:
@@ -78,10 +79,10 @@ def _typed(path: Path, key: str, value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return value
         expected = "a number, as in alpha = 0.05"
-    else:  # correction: its values are checked with the rules
+    else:  # correction, detect: their values are checked with the rules
         if isinstance(value, str):
             return value
-        expected = 'a string, as in correction = "auto"'
+        expected = f'a string, as in {key} = "{"20%" if key == "detect" else "auto"}"'
     raise GateError(f"{path}: [compare] {key} should be {expected}; it is {value!r}")
 
 

@@ -19,14 +19,19 @@ ISO 8601) and ``elapsed_s``):
 - ``level_finished`` (sweeps): ``level``, ``throughput``, ``p95_s``, ``error_rate``,
   ``throttle_rate``, ``run_id`` of the level
 - ``run_finished``: ``status``, ``exit_code``, ``counts`` (tasks recorded by this process, by
-  status, measured and warmup together as in samples.jsonl), ``run_dir``
+  status, measured and warmup together as in samples.jsonl), ``run_dir``, and ``headline``:
+  the run's figures as ``perfbench list`` shows them (``tasks``, ``ok``, ``p50``, ``p95`` in
+  seconds, ``throughput`` in tasks/s; medians across runs), read from its meta.json, so a
+  script needs no other file; null when the run wrote none
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, Any, Protocol
 
 import orjson
@@ -224,7 +229,19 @@ class JsonEvents:
             exit_code=exit_code,
             counts=snap["counts"],
             run_dir=run_dir,
+            headline=_headline(run_dir),
         )
+
+
+def _headline(run_dir: str | None) -> Any:
+    """The headline the run wrote into its meta.json (written before this event), or None."""
+    if run_dir is None:
+        return None
+    try:
+        meta = json.loads((Path(run_dir) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta.get("headline") if isinstance(meta, dict) else None
 
 
 class LiveView:

@@ -17,7 +17,7 @@ from rich.text import Text
 from perfbench import config, store
 from perfbench.cli import otlp
 from perfbench.cli.app import ExitCode, app
-from perfbench.cli.confirm import confirm
+from perfbench.cli.confirm import confirm, gate_rules
 from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
 from perfbench.errors import GateError
 from perfbench.report import compare_md
@@ -39,6 +39,7 @@ OUTCOME_CODES: dict[Outcome, ExitCode] = {
     "regression": ExitCode.REGRESSION,
     "threshold": ExitCode.THRESHOLD,
     "inconclusive": ExitCode.INCONCLUSIVE,
+    "underpowered": ExitCode.INCONCLUSIVE,  # a pass that could not have failed: --strict
 }
 
 
@@ -166,13 +167,23 @@ def compare_(
             "(or its threshold, if larger). Default 2.5; 0: thresholds only.",
         ),
     ] = None,
+    detect: Annotated[
+        str | None,
+        typer.Option(
+            "--detect",
+            help="The change every gated metric must be able to flag, e.g. 20%; default: "
+            "each metric's threshold. A metric whose runs could not flag it 4 times in 5 makes "
+            "the verdict underpowered (a pass that could not have failed).",
+        ),
+    ] = None,
     strict: Annotated[
         bool | None,
         typer.Option(
             "--strict/--no-strict",
             help=(
-                "Fail (exit 6) on an inconclusive result: a big change that is not significant "
-                "(more runs needed), or a run that did not complete."
+                "Fail (exit 6) on an inconclusive result (a big change that is not "
+                "significant, or a run that did not complete) or an underpowered one (a gated "
+                "metric that could not have failed)."
             ),
         ),
     ] = None,
@@ -212,9 +223,10 @@ def compare_(
     correction over the gated metrics. The output says what the runs can detect; `perfbench
     plan` says how many runs a smaller change needs.
 
-    Exit codes: 0 pass (also inconclusive without --strict), 4 regression, 5 threshold
-    breached, 6 inconclusive with --strict (a change that needs more runs, or a run that did
-    not complete), 3 perfbench error. --json prints the verdict itself as "outcome".
+    Exit codes: 0 pass (also inconclusive or underpowered without --strict), 4 regression,
+    5 threshold breached, 6 inconclusive or underpowered with --strict (a change that needs
+    more runs, a run that did not complete, or a gated metric that could not have failed at
+    --detect), 3 perfbench error. --json prints the verdict itself as "outcome".
 
     Example: perfbench compare v1.3.0 v1.4.0 --strict --junit gate.xml
     """
@@ -223,14 +235,8 @@ def compare_(
         thresholds = [
             parse_threshold(t) for t in [*settings.get("thresholds", []), *(threshold or [])]
         ]
-        rules = build_rules(
-            settings,
-            max_regression or (),
-            floor or (),
-            [gate_metrics] if gate_metrics else None,
-            [scope] if scope else None,
-            alpha,
-            noise_bar,
+        rules = gate_rules(
+            settings, max_regression, floor, gate_metrics, scope, alpha, noise_bar, detect
         )
         if candidate_ref is None and not thresholds:
             raise GateError("give a baseline and a candidate, or one run and --threshold")

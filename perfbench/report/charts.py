@@ -13,6 +13,7 @@ title says why (a panel of flat zeros reads as a missing chart, or as data)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -837,3 +838,35 @@ def _forest(ax: Axes, rows: Sequence[Change], scale: float, prefix: str) -> None
     ax.set_yticks(range(len(rows)), [_literal(r.label) for r in rows], fontsize=9)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first metric on top
     ax.grid(True, axis="x", alpha=0.3)
+
+
+def history_chart(
+    title: str,
+    runs: Sequence[str],
+    values: Sequence[float | None],
+    shifts: Sequence[tuple[int, float, float, bool]],
+    unit: str,
+    stem: Path,
+) -> list[Path]:
+    """One metric over a series of runs (in ms for a duration), each change point a vertical
+    line before its run (red: for the worse, green: for the better) and the segments' means as
+    horizontal steps. ``shifts``: (index, mean before, mean after, worse). SVG ids:
+    ``series``, ``shift-<index>``."""
+    scale = 1e3 if unit == "s" else 1.0
+    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
+    ax.set_title(_literal(title))
+    xs = [i for i, v in enumerate(values) if v is not None]
+    ax.plot(xs, [(values[i] or 0.0) * scale for i in xs], "o-", color=_colour(0), gid="series")
+    edges = [0, *(s[0] for s in shifts), len(values)]
+    means = [*(s[1] for s in shifts[:1]), *(s[2] for s in shifts)]
+    for (start, end), mean in zip(itertools.pairwise(edges), means, strict=False):
+        ax.hlines(mean * scale, start - 0.4, end - 0.6, colors="#7f7f7f", linestyles="dashed")
+    for index, _, _, worse in shifts:
+        colour = "#d62728" if worse else "#2ca02c"
+        ax.axvline(index - 0.5, color=colour, linewidth=2, gid=f"shift-{index}")
+    ax.set_xticks(range(len(runs)), [_literal(r) for r in runs], rotation=45, ha="right")
+    ax.set_ylabel("ms" if unit == "s" else _literal(unit))
+    ax.grid(axis="y", alpha=0.3)
+    if not xs:
+        _no_data(ax)
+    return _save(fig, stem)

@@ -27,6 +27,7 @@ HEADLINES: dict[Outcome, str] = {
     "regression": "❌ regression",
     "threshold": "❌ threshold breached",
     "inconclusive": "⚠️ inconclusive",
+    "underpowered": "⚠️ underpowered",
 }
 
 
@@ -39,8 +40,15 @@ def _row_cells(row: Row, first: str) -> list[str]:
         change(row),
         _bar(row),
         p_value(row),
-        MARKS[row.verdict] + note,
+        _mark(row) + note,
     ]
+
+
+def _mark(row: Row) -> str:
+    """The row's verdict; a pass that could not have been a failure says so."""
+    if row.underpowered and row.verdict == "pass":
+        return "⚠️ underpowered"
+    return MARKS[row.verdict]
 
 
 def _bar(row: Row) -> str:
@@ -91,6 +99,7 @@ def comparison(
     ]
     parts += _moved(result)
     parts += _detectable(result)
+    parts += _power_section(result)
     parts += _threshold_section(thresholds)
     parts += _scoped_section(result, "case", "Per case")
     parts += _scoped_section(result, "language", "Per language")
@@ -133,6 +142,10 @@ def _headline(
 ) -> str:
     """The outcome, and for an inconclusive one why and what it exits with (0 unless
     --strict: a green tick would hide it, a red cross would overstate it)."""
+    if outcome == "underpowered" and result is not None:
+        code = "exit 6 (--strict)" if strict else "exit 0 without --strict"
+        names = ", ".join(TITLES.get(r.metric, r.metric) for r in _blind(result))
+        return f"⚠️ underpowered ({names} could not have failed); {code}"
     doubts = []
     if result is not None and result.inconclusive:
         doubts.append("a change needs more runs to tell")
@@ -180,6 +193,44 @@ def _detectable(result: Comparison) -> list[str]:
         f"in 5) are: {listed}. `perfbench plan RUN --detect 10%` says how many runs and "
         "repeats a smaller one needs.",
     ]
+
+
+def _blind(result: Comparison) -> list[Row]:
+    return [r for r in result.underpowered if r.scope == "overall"] or result.underpowered
+
+
+def _power_section(result: Comparison) -> list[str]:
+    """Each gated metric that could not have failed, and what would let it."""
+    blind = _blind(result)
+    if not blind:
+        return []
+    n = min(result.runs)
+    lines = ["", "### Underpowered: these metrics could not have failed", ""]
+    for row in blind:
+        where = f" (`{row.key}`)" if row.key else ""
+        lines.append(
+            f"- {TITLES.get(row.metric, row.metric)}{where}: a {100 * (row.detect or 0):g}% "
+            f"change would be flagged less than 4 times in 5 with {n} runs a side at this "
+            f"noise ({_noise(row)}); {_remedy(row)}."
+        )
+    lines += [
+        "",
+        "A pass here says nothing about them. Measure more (the runs and repeats above), "
+        "declare a larger change with `--detect 25%`, or leave them out of `--gate`.",
+    ]
+    return lines
+
+
+def _noise(row: Row) -> str:
+    return "noise unknown" if row.noise is None else f"run-to-run CV {100 * row.noise:.1f}%"
+
+
+def _remedy(row: Row) -> str:
+    if row.needs is None:
+        return row.power_note or "no plan found"
+    runs, factor = row.needs
+    repeat = f" and {factor} times the --repeat" if factor > 1 else ""
+    return f"{runs} runs a side{repeat} would catch it"
 
 
 def _threshold_section(thresholds: Sequence[ThresholdResult]) -> list[str]:

@@ -38,6 +38,9 @@ def junit(result: Comparison | None, thresholds: Sequence[ThresholdResult]) -> s
         elif row.verdict == "inconclusive":
             skipped += 1
             ET.SubElement(case, "skipped", message=f"inconclusive (needs more runs): {text}")
+        elif row.underpowered:
+            skipped += 1
+            ET.SubElement(case, "skipped", message=f"underpowered (could not fail): {text}")
     for t in thresholds:
         tests += 1
         case = ET.SubElement(

@@ -107,7 +107,7 @@ def build(
     )
     charts_used = [*figures.values(), *(chart for chart, _ in sweeps if chart)]
     path = _write(out / "report.md", text)
-    _write(out / "report.html", html.page(text, _embedded(out, charts_used)))
+    _write(out / "report.html", html.page(text, embedded(out, charts_used)))
     return path
 
 
@@ -129,7 +129,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _embedded(out: Path, charts_used: Sequence[str]) -> dict[str, str]:
+def embedded(out: Path, charts_used: Sequence[str]) -> dict[str, str]:
     """Each chart the Markdown links (``x.png``) as the data URI report.html shows instead: its
     SVG, which stays sharp when zoomed and keeps its text as text."""
     images = {}

@@ -143,6 +143,8 @@ class Rules:
     scopes: tuple[Scope, ...] = ("overall",)  # gated scopes; other rows are informational
     correction: Correction = "auto"  # METHODS
     noise_k: float = NOISE_K  # 0 turns the noise bar off: fixed thresholds only
+    # The change each gated metric must be able to flag (--detect); None: its own threshold.
+    detect: float | None = None
 
     def metric(self, name: str) -> Metric:
         return next(m for m in self.metrics if m.name == name)
@@ -206,6 +208,13 @@ class Row:
     # Smallest relative change these runs catch 4 times in 5 at this noise (power.detectable
     # at the first corrected level, alpha / m), its threshold included.
     detectable: float | None = None
+    # Power: whether these runs could have flagged the declared change (--detect, by default
+    # the threshold) in this metric alone; if not, the runs a side and the --repeat factor
+    # that would (None: out of reach, ``power_note`` says why).
+    detect: float | None = None
+    underpowered: bool = False
+    needs: tuple[int, int] | None = None
+    power_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -226,6 +235,12 @@ class Comparison:
     @property
     def inconclusive(self) -> list[Row]:
         return [r for r in self.rows if r.gated and r.verdict == "inconclusive"]
+
+    @property
+    def underpowered(self) -> list[Row]:
+        """Gated rows that could not have failed at the declared change: a pass of theirs
+        says nothing."""
+        return [r for r in self.rows if r.gated and r.underpowered]
 
     @property
     def improvements(self) -> list[Row]:
@@ -257,7 +272,7 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
     # A change in one metric alone must reach the first (strictest) step, alpha / m, of
     # Holm and BH alike: what the runs can detect is said for that case, the hardest.
     level = rules.alpha / max(1, tested)
-    rows = [_with_detectable(r, rules, level) for r in rows]
+    rows = [_with_power(_with_detectable(r, rules, level), rules, level) for r in rows]
     return Comparison(
         rows=rows,
         correction=method,
@@ -557,6 +572,26 @@ def _with_detectable(row: Row, rules: Rules, level: float) -> Row:
     gate = power.Gate(level, rules.noise_k, threshold, power.DETECT_POWER)
     found = power.detectable(row.noise, runs, gate)
     return row if found is None else replace(row, detectable=found)
+
+
+def _with_power(row: Row, rules: Rules, level: float) -> Row:
+    """Judge whether the row could have failed: a gated row whose test could reject
+    (``_tested``; rates are gated on their floor in points, not on a relative change)."""
+    if not _tested(row) or row.unit in ("rate", "per task") or row.candidate is None:
+        return row
+    assert row.baseline is not None
+    metric = rules.metric(row.metric)
+    effect = rules.detect if rules.detect is not None else metric.threshold
+    left_out = [side for side, _ in row.outliers]  # the test ran without them
+    runs = min(
+        row.baseline.n - left_out.count("baseline"), row.candidate.n - left_out.count("candidate")
+    )
+    gate = power.Gate(level, rules.noise_k, metric.threshold, power.DETECT_POWER)
+    found = power.sensitivity(effect, row.noise, runs, gate)
+    needs = (found.plan.runs, found.plan.repeat) if found.plan else None
+    return replace(
+        row, detect=effect, underpowered=not found.able, needs=needs, power_note=found.why
+    )
 
 
 def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:

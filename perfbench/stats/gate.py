@@ -9,8 +9,10 @@ Pure. Two layers, as k6 and DESIGN §6 separate them:
   are checked on the candidate alone (median across its runs).
 
 The outcome orders what a CI job must hear first: a regression, then a threshold breach, then
-an inconclusive comparison. It is the verdict whatever the flags (``--json`` prints it); only
-the exit code depends on ``--strict``, which alone turns "inconclusive" into a failure.
+an inconclusive comparison, then an underpowered one (a gated metric whose runs could not
+have flagged the declared change: its pass would be blind). It is the verdict whatever the
+flags (``--json`` prints it); only the exit code depends on ``--strict``, which alone turns
+"inconclusive" and "underpowered" into a failure (exit 6).
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ from perfbench.errors import GateError
 from perfbench.stats.compare import BY_NAME, Comparison, Row, Rules, Scope
 from perfbench.stats.thresholds import ThresholdResult, quantity
 
-Outcome = Literal["pass", "regression", "threshold", "inconclusive"]
+Outcome = Literal["pass", "regression", "threshold", "inconclusive", "underpowered"]
+# Outcomes that fail a job only under --strict: the runs did not show a problem, but could
+# not have shown one either (inconclusive: a change too noisy to tell; underpowered: a gated
+# metric that could not have failed at the declared change).
+DOUBTS: tuple[Outcome, ...] = ("inconclusive", "underpowered")
 
 
 def _pairs(items: Iterable[str] | Mapping[str, Any], what: str) -> Iterable[tuple[str, Any]]:
@@ -51,6 +57,7 @@ def build_rules(
     scopes: Sequence[str] | None = None,
     alpha: float | None = None,
     noise_k: float | None = None,
+    detect: str | None = None,
 ) -> Rules:
     """Defaults, then the ``[compare]`` settings, then the command line (which wins)."""
     rules = Rules()
@@ -85,6 +92,12 @@ def build_rules(
         if noise_k < 0:
             raise GateError(f"--noise-bar: {noise_k} should be 0 (off) or more, as in 2.5")
         rules = replace(rules, noise_k=noise_k)
+    wanted_change = detect if detect is not None else settings.get("detect")
+    if wanted_change is not None:
+        value = quantity(wanted_change, "--detect")
+        if not 0 < value < 10:
+            raise GateError(f"--detect {wanted_change}: a relative change such as 10% or 25%")
+        rules = replace(rules, detect=value)
     return rules
 
 
@@ -118,12 +131,15 @@ def outcome(
         return "threshold"
     if not complete or (comparison is not None and comparison.inconclusive):
         return "inconclusive"
+    if comparison is not None and comparison.underpowered:
+        return "underpowered"
     return "pass"
 
 
 def fails(verdict: Outcome, strict: bool) -> bool:
-    """Whether the verdict fails the job: inconclusive only when asked to be strict."""
-    return verdict != "pass" and (strict or verdict != "inconclusive")
+    """Whether the verdict fails the job: inconclusive and underpowered only when asked to
+    be strict."""
+    return verdict != "pass" and (strict or verdict not in DOUBTS)
 
 
 def confirmed(first: Comparison, second: Comparison) -> list[Row]:

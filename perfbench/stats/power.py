@@ -259,11 +259,47 @@ def need(measured: Measured, effect: float, repeat: int, gate: Gate) -> Need:
         if least > 1:
             notes.append(f"{wanted}+ tasks a run, or it is each run's slowest task")
     if effect <= measured.threshold:
-        notes.append(
-            f"within its {100 * measured.threshold:g}% threshold: the gate passes it unless "
-            f"--max-regression {name}={100 * effect / 2:g}%"
+        # The reason first: no number of runs can help, and noise is not why (issue 37).
+        notes.insert(
+            0,
+            f"a {100 * effect:g}% change is within its {100 * measured.threshold:g}% threshold, "
+            f"which the gate passes at any number of runs; to gate it: --max-regression "
+            f"{name}={100 * effect / 2:g}%",
         )
+        return Need(name, cv, None, "; ".join(notes))
     found = plan(effect, cv, repeat, replace(gate, threshold=measured.threshold), least)
     if found is None:
         notes.insert(0, "out of reach within 200 runs a side and 64 times the repeat")
     return Need(name, cv, found, "; ".join(notes))
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Whether a comparison's runs could have flagged a change of ``effect`` in one metric
+    (``able``), and the cheapest runs a side and ``--repeat`` factor that would (``plan``;
+    None: out of reach, ``why`` says why)."""
+
+    effect: float
+    able: bool
+    plan: Plan | None
+    why: str = ""
+
+
+def sensitivity(effect: float, cv: float | None, runs: int, gate: Gate) -> Sensitivity:
+    """Could ``runs`` a side, at run-to-run ``cv``, flag a change of ``effect`` with
+    ``gate.power``? A change exactly at the gate's threshold is the declared one by default:
+    there the threshold is the boundary (half of such changes land below it), so only the
+    noise bar and the test are asked of it; a declared change above the threshold must also
+    clear it, and one below it never can."""
+    if effect < gate.threshold - 1e-12:
+        why = f"within its {100 * gate.threshold:g}% threshold, which the gate passes"
+        return Sensitivity(effect, False, None, why)
+    if cv is None:
+        return Sensitivity(effect, False, None, "needs 2 or more runs a side to measure noise")
+    asked = gate if effect > gate.threshold + 1e-12 else replace(gate, threshold=0.0)
+    able = runs >= fewest_runs(asked.alpha) and (
+        cv <= 0 or chance(effect, cv, runs, asked) >= asked.power
+    )
+    found = plan(effect, cv, 1, asked)
+    why = "" if found else "out of reach within 200 runs a side and 64 times the repeat"
+    return Sensitivity(effect, able, found, why)

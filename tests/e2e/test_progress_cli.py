@@ -36,6 +36,10 @@ def test_json_events_sequence_and_totals_match_the_samples(tmp_path: Path) -> No
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished" and kinds[-2] == "progress"
+    # The last event carries the headline figures (issue 36): no need to open summary.json.
+    headline = events[-1]["headline"]
+    assert headline["tasks"] == headline["ok"] > 0
+    assert 0 < headline["p50"] <= headline["p95"] and headline["throughput"] > 0
     assert [(e["phase"], e["run"]) for e in events if e["event"] == "phase_changed"] == [
         ("warmup", 0),
         ("measured", 0),

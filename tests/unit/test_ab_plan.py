@@ -26,6 +26,13 @@ def test_every_round_runs_both_sides_the_first_one_alternating() -> None:
     assert positions["baseline"] == positions["candidate"]
 
 
+def test_confirmation_rounds_go_on_from_the_last_round_alternating_the_same_way() -> None:
+    slots = ab.schedule(2, first=5)
+    assert [(s.round, s.side[0]) for s in slots] == [(5, "b"), (5, "c"), (6, "c"), (6, "b")]
+    command = ab.run_command([Path("/s")], slots[0], Path("/o"), [], ab.CONFIRM)
+    assert command[command.index("--label") + 1] == "baseline-confirm"
+
+
 def test_a_run_is_one_measured_pass_labelled_with_its_side_and_seeded_by_its_round() -> None:
     command = ab.run_command(
         [Path("/t/suite/0/cases")], ab.Slot(3, "candidate"), Path("/t/runs"), ["-t", "x"]

@@ -1,0 +1,78 @@
+"""`perfbench ab`'s error rates on a loaded machine (prints figures, asserts nothing; issue 36).
+
+A CPU hog (a busy Python loop, one process: one core) runs beside every `ab`. In a throwaway
+git repository holding the tiny agent of tests/e2e/test_ab.py (a sleep a task, `--sleep`,
+100 ms: at 25 ms a loaded machine's scheduling delay is as large as the slowdown):
+
+1. A/A: `ab --baseline HEAD` (the working tree is the same code), default rounds and
+   confirmation. The issue asks for exit 0 in at least 9 of 10.
+2. 30% slower: a commit whose agent sleeps 30% more; the issue asks for exit 4 in 10 of 10.
+
+Each `ab` is bounded (--timeout, default 900 s); the hog is killed on the way out.
+
+Usage: python tests/bench/ab_under_load.py FOLDER [--pairs 10] [--rounds 8] [--timeout 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.e2e.test_ab import AGENT, commit, new_repo
+from tests.helpers import perfbench
+
+HOG = "while True: pass"
+
+
+def ab(repo: Path, baseline: str, candidate: str, rounds: int, timeout: float) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # the perfbench under test
+    cmd = perfbench("ab", "--baseline", baseline, "--candidate", candidate,
+                    "-t", "python:agent:run", "--repeat", "4", "--rounds", str(rounds))  # fmt: skip
+    try:
+        done = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return -1
+    return done.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--sleep", type=float, default=0.1)
+    args = parser.parse_args()
+    args.folder.mkdir(parents=True, exist_ok=True)
+    repo, _ = new_repo(args.folder / f"repo-{int(time.time())}")
+    first = commit(repo, {"agent.py": AGENT.format(seconds=args.sleep)}, "base")
+    slower = commit(repo, {"agent.py": AGENT.format(seconds=args.sleep * 1.3)}, "slower")
+    hog = subprocess.Popen([sys.executable, "-c", HOG])
+    codes: dict[str, Counter[int]] = {"A/A": Counter(), "30% slower": Counter()}
+    started = time.monotonic()
+    try:
+        for i in range(args.pairs):
+            codes["A/A"][ab(repo, first, first, args.rounds, args.timeout)] += 1
+            codes["30% slower"][ab(repo, first, slower, args.rounds, args.timeout)] += 1
+            print(f"pair {i + 1}/{args.pairs}: {dict(codes['A/A'])} {dict(codes['30% slower'])}",
+                  flush=True)  # fmt: skip
+    finally:
+        hog.kill()
+        hog.wait()
+    load = os.getloadavg()[0]
+    print(f"{args.pairs} pairs in {time.monotonic() - started:.0f} s, load average {load:.1f}")
+    for name, counter in codes.items():
+        print(f"{name}: exit codes {dict(sorted(counter.items()))}")
+
+
+if __name__ == "__main__":
+    main()
