@@ -91,13 +91,13 @@ _ORDER = ("run", "sweep", "list", "show", "compare", "ab", "plan", "report", "ex
 @cache
 def _wired() -> typer.Typer:
     """The app with every command registered, in help order, with help text re-flowed."""
-    from perfbench.cli import ab, calibrate, cases, mock, plan, proxy, results, run, sweep
-    from perfbench.cli.app import app, cases_app, mock_app
+    from perfbench.cli import ab, calibrate, cases, mock, plan, proxy, results, run, slo, sweep
+    from perfbench.cli.app import app, cases_app, mock_app, slo_app
 
     # imported for the commands they register
-    del ab, calibrate, cases, mock, plan, proxy, results, run, sweep
+    del ab, calibrate, cases, mock, plan, proxy, results, run, slo, sweep
     app.registered_commands.sort(key=lambda c: _ORDER.index(_name(c)))
-    _reflow_help(app, cases_app, mock_app)
+    _reflow_help(app, cases_app, mock_app, slo_app)
     return app
 
 

@@ -21,6 +21,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from perfbench.report import slo
 from perfbench.report.format import dollars, ms, number, seconds
 
 PCTS = ("p50", "p95", "p99")
@@ -310,6 +311,7 @@ def _serving(pooled: Mapping[str, Any]) -> list[str]:
             f"({number(good['request_rate'], 2)}/s), {_share(good['task_share'])} of tasks "
             f"({number(good['task_rate'], 2)}/s) met every objective"
         )
+        lines.extend(slo.verdict(good))
     return lines
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample, Step
-from perfbench.stats.goodput import Slo, request_figures
+from perfbench.stats.goodput import Slo, percentile_checks, request_figures
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
 
@@ -353,7 +353,13 @@ class _Group:
             "requests": self.slo_requests,
             "request_share": _per(self.slo_requests, self.requests),
             "request_rate": self.slo_requests / window if window > 0 else None,
+            **({"objectives": self._percentile_checks()} if self.slo.percentile else {}),
         }
+
+    def _percentile_checks(self) -> list[dict[str, Any]]:
+        assert self.slo is not None
+        figures = {"ttft": self.request_ttft, "tpot": self.tpot, "latency": self.latency}
+        return percentile_checks(self.slo, figures)
 
     def histograms(self) -> dict[str, str]:
         named = {

@@ -1,0 +1,49 @@
+"""A preset's verdict in words (``--slo mlperf:…``): met or missed, and per objective the
+raw percentile beside its early-stopping estimate, for the console and the report. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perfbench.report.format import seconds
+
+NAMES = {"ttft": "TTFT", "tpot": "TPOT", "latency": "latency"}
+UNITS = {"ttft": "requests", "tpot": "requests", "latency": "tasks"}
+
+
+def verdict(good: Mapping[str, Any]) -> list[str]:
+    """``SLO mlperf:…: MISSED (TTFT P99 612 ms over 450 ms)`` then one line per objective;
+    nothing when the objectives were not a preset's."""
+    checks = good.get("objectives")
+    if not checks:
+        return []
+    missed = [c for c in checks if not c["met"]]
+    head = f"SLO {good['slo']}: " + (
+        "MISSED (" + "; ".join(_why(c) for c in missed) + ")" if missed else "met"
+    )
+    return [head, *(_objective(c) for c in checks)]
+
+
+def _why(check: Mapping[str, Any]) -> str:
+    name = f"{NAMES[check['metric']]} P{check['percentile']:g}"
+    if check["value"] is None:
+        return f"{name}: no {UNITS[check['metric']]} measured it"
+    return f"{name} {seconds(check['value'])} over {seconds(check['limit'])}"
+
+
+def _objective(check: Mapping[str, Any]) -> str:
+    """``  TTFT P99 612 ms ≤ 450 ms? no · early-stopping P99 (99% confidence): 640 ms``."""
+    pct = f"P{check['percentile']:g}"
+    name = f"{NAMES[check['metric']]} {pct}"
+    mark = "ok" if check["met"] else "MISSED"
+    es = check["early_stopping"]
+    conf = f"{es['confidence']:.0%} confidence"
+    if es["value"] is not None:
+        claim = f"early-stopping {pct} ({conf}): {seconds(es['value'])}"
+    else:
+        claim = (
+            f"early-stopping {pct} ({conf}): none from {check['n']} "
+            f"{UNITS[check['metric']]}, needs {es['needs']:,}"
+        )
+    return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
