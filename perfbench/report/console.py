@@ -312,6 +312,7 @@ def _serving(pooled: Mapping[str, Any]) -> list[str]:
             f"({number(good['task_rate'], 2)}/s) met every objective"
         )
         lines.extend(slo.verdict(good))
+    lines.extend(slo.tail_claims(pooled))
     return lines
 
 

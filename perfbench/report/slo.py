@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfbench.report.format import seconds
+from perfbench.stats import early_stopping
 
 NAMES = {"ttft": "TTFT", "tpot": "TPOT", "latency": "latency"}
 UNITS = {"ttft": "requests", "tpot": "requests", "latency": "tasks"}
@@ -47,3 +48,34 @@ def _objective(check: Mapping[str, Any]) -> str:
             f"{UNITS[check['metric']]}, needs {es['needs']:,}"
         )
     return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
+
+
+# The tail figures a verdict rests on, as summary.json names them, and what one value is.
+TAIL_FIGURES = (("latency", "latency", "tasks"), ("request_ttft", "TTFT", "requests"),
+                ("tpot", "TPOT", "requests"))  # fmt: skip
+
+
+def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]:
+    """One line: each tail figure's raw P99 beside its early-stopping P99, or how many values
+    that estimate needs; nothing for a summary written before estimates were kept."""
+    estimates = scope.get("early_stopping")
+    if not estimates:
+        return []
+    key = f"p{percentile:g}"
+    parts = []
+    for name, label, unit in TAIL_FIGURES:
+        dist = scope.get(name) or {}
+        if name not in estimates or not dist.get("n"):
+            continue
+        claim = estimates[name].get(key)
+        if claim is None:
+            needs = early_stopping.min_count(percentile)
+            parts.append(f"{label} – (needs {needs:,} {unit}, has {dist['n']:,})")
+        else:
+            parts.append(f"{label} {seconds(claim)} (raw {seconds(dist.get(key))})")
+    if not parts:
+        return []
+    conf = f"{early_stopping.CONFIDENCE:.0%}"
+    return [
+        f"early-stopping P{percentile:g} ({conf} confidence, runs pooled): " + " · ".join(parts)
+    ]

@@ -20,8 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perfbench.stats.histogram import Histogram
 
 CONFIDENCE = 0.99  # MLPerf's, for every early-stopping estimate
+TAILS = (90.0, 95.0, 99.0)  # the percentiles a summary gives an estimate of
 # MLPerf's table: the margin of error each tail percentile is estimated to (inference_rules.adoc)
 MARGINS = {90.0: 0.005, 95.0: 0.0025, 97.0: 0.0015, 99.0: 0.0005}
 ROUNDING = 2**13  # the table's "Rounded Inferences" are multiples of 8,192
@@ -109,3 +114,28 @@ def sample_size(percentile: float, margin: float, confidence: float = CONFIDENCE
 def rounded(count: int) -> int:
     """Up to the table's multiple of 2^13 (262,742 → 270,336)."""
     return math.ceil(count / ROUNDING) * ROUNDING
+
+
+def estimate(hist: Histogram | None, percentile: float) -> dict[str, Any]:
+    """The early-stopping estimate of ``percentile`` over ``hist``: its value (None with too
+    few values), the rank it was read at from the top, and the values an estimate needs."""
+    n = hist.count if hist is not None else 0
+    found = plan(n, percentile)
+    value = None
+    if hist is not None and found.available:
+        at = rank_percentile(n, found.largest)
+        value = hist.percentiles([at])[at]
+    return {
+        "confidence": CONFIDENCE,
+        "value": value,
+        "largest": found.largest,
+        "needs": found.needs,
+    }
+
+
+def tails(hist: Histogram) -> dict[str, float | None]:
+    """``{"p90": …, "p95": …, "p99": …}``: each estimate's value (None: too few values)."""
+    n = hist.count
+    ats = {p: rank_percentile(n, t) for p in TAILS if (t := allowance(n, p)) >= 1}
+    values = hist.percentiles(ats.values()) if ats else {}
+    return {f"p{p:g}": values[ats[p]] if p in ats else None for p in TAILS}

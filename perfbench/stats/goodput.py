@@ -124,25 +124,8 @@ def percentile_checks(slo: Slo, figures: Mapping[str, Histogram]) -> list[dict[s
                 "limit": limit,
                 "n": n,
                 "value": value,
-                "early_stopping": early_stopping_estimate(hist, slo.percentile),
+                "early_stopping": early_stopping.estimate(hist, slo.percentile),
                 "met": value is not None and value <= limit,
             }
         )
     return out
-
-
-def early_stopping_estimate(hist: Histogram | None, percentile: float) -> dict[str, Any]:
-    """The early-stopping estimate of ``percentile`` over ``hist``: its value (None with too
-    few values), the rank it was read at from the top, and the values an estimate needs."""
-    n = hist.count if hist is not None else 0
-    found = early_stopping.plan(n, percentile)
-    value = None
-    if hist is not None and found.available:
-        at = early_stopping.rank_percentile(n, found.largest)
-        value = hist.percentiles([at])[at]
-    return {
-        "confidence": early_stopping.CONFIDENCE,
-        "value": value,
-        "largest": found.largest,
-        "needs": found.needs,
-    }

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample, Step
+from perfbench.stats import early_stopping
 from perfbench.stats.goodput import Slo, percentile_checks, request_figures
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
@@ -339,6 +340,7 @@ class _Group:
             "request_usage_vs_estimate": self.request_usage_ratio.summary(),
             "turn_latency": self.turn_latency.summary(),
             "turn_ttft": self.turn_ttft.summary(),
+            "early_stopping": self.early_stopping(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
         }
 
@@ -355,6 +357,16 @@ class _Group:
             "request_rate": self.slo_requests / window if window > 0 else None,
             **({"objectives": self._percentile_checks()} if self.slo.percentile else {}),
         }
+
+    def early_stopping(self) -> Metrics:
+        """MLPerf's early-stopping P90/P95/P99 of the tail figures a verdict rests on."""
+        figures = {
+            "latency": self.latency,
+            "ttft": self.ttft,
+            "request_ttft": self.request_ttft,
+            "tpot": self.tpot,
+        }
+        return {name: early_stopping.tails(h) for name, h in figures.items() if h.count}
 
     def _percentile_checks(self) -> list[dict[str, Any]]:
         assert self.slo is not None

@@ -75,13 +75,13 @@ def test_the_estimate_is_the_largest_value_the_binomial_bound_allows() -> None:
     for v in range(1, 1001):
         hist.add(v / 1000)
     assert hist.percentiles([99])[99] == pytest.approx(0.990)
-    es = goodput.early_stopping_estimate(hist, 99)
+    es = early_stopping.estimate(hist, 99)
     assert es["largest"] == 2 and es["value"] == pytest.approx(0.999)
     assert early_stopping.allowance(1000, 99) == 2
     small = Histogram()
     for v in range(1, 101):
         small.add(v / 1000)
-    none = goodput.early_stopping_estimate(small, 99)
+    none = early_stopping.estimate(small, 99)
     assert none["value"] is None and none["needs"] == 662  # 100 values claim no P99
 
 
@@ -112,3 +112,18 @@ def test_a_large_run_shows_the_early_stopping_p99_above_the_raw_one() -> None:
     assert ttft["early_stopping"]["value"] > ttft["value"]
     assert slo_words.verdict(good)[0] == "SLO mlperf:llama2-70b:server: met"
     assert "early-stopping P99 (99% confidence): 1.10 s" in slo_words.verdict(good)[1]
+
+
+def test_every_scope_keeps_early_stopping_tails_and_the_console_line_shows_them() -> None:
+    samples = [_task(i, 0.1 + i / 1000) for i in range(1000)]
+    overall = summarize(samples, {})["pooled"]["overall"]
+    tails = overall["early_stopping"]["request_ttft"]
+    assert tails["p99"] == pytest.approx(1.098) and tails["p99"] > overall["request_ttft"]["p99"]
+    assert tails["p90"] > overall["request_ttft"]["p90"]
+    (line,) = slo_words.tail_claims(overall)
+    assert line.startswith("early-stopping P99 (99% confidence, runs pooled): latency ")
+    assert "TTFT 1.10 s (raw 1.09 s)" in line
+    few = summarize(samples[:100], {})["pooled"]["overall"]
+    assert few["early_stopping"]["latency"]["p99"] is None
+    assert few["early_stopping"]["latency"]["p90"] is not None  # 64 values back a P90
+    assert "latency – (needs 662 tasks, has 100)" in slo_words.tail_claims(few)[0]
