@@ -137,6 +137,7 @@ class RunSpec:
     prices: str | None = None  # the dated price override file, absolute; None: none
     out: str | None = "runs"
     slo: str | None = None  # run --slo "ttft<500ms,tpot<50ms": goodput is counted against it
+    scenario: str | None = None  # run --scenario mlperf-server: the run is stamped VALID/INVALID
     # run --server-metrics URL: the target's Prometheus page, read every scrape_interval s.
     server_metrics: str | None = None
     scrape_interval: float = 1.0
@@ -154,6 +155,7 @@ class RunSpec:
         slo: str | None = None,
         server_metrics: str | None = None,
         scrape_interval: float = 1.0,
+        scenario: str | None = None,
     ) -> RunSpec:
         """A spec from what a user gave: paths made absolute (a resumed run may start from
         another folder), the working directory's price file taken now if none is named."""
@@ -167,6 +169,7 @@ class RunSpec:
             slo=slo,
             server_metrics=server_metrics,
             scrape_interval=scrape_interval,
+            scenario=scenario,
         )
 
     def load_suite(self) -> Suite:
@@ -201,6 +204,7 @@ class RunSpec:
             "slo": self.slo,
             "server_metrics": recorded_url(self.server_metrics) if self.server_metrics else None,
             "scrape_interval": self.scrape_interval,
+            **({"scenario": self.scenario} if self.scenario else {}),
         }
 
     def objectives(self) -> Slo | None:
@@ -219,6 +223,7 @@ class RunSpec:
             slo=doc.get("slo"),
             server_metrics=doc.get("server_metrics"),
             scrape_interval=doc.get("scrape_interval", 1.0),
+            scenario=doc.get("scenario"),
         )
 
     @classmethod

@@ -26,7 +26,7 @@ from perfbench.cli.options import (
     shared,
 )
 from perfbench.cli.output import err, errors, out, print_result
-from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
+from perfbench.cli.specs import objectives, run_spec, scenario_load, server_options, trace_cases
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
@@ -166,6 +166,15 @@ def run(
             "and tasks meeting every one; failed and refused ones count as misses.",
         ),
     ] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Output",
+            help="Stamp the run VALID or INVALID by a scenario's rules: mlperf-server (Poisson "
+            "arrivals at --rate, 600 s by default, at least 100 queries, the --slo preset met "
+            "at P99 with its early-stopping estimate). Each failed rule is named.",
+        ),
+    ] = None,
     *,
     flags: Flags,
 ) -> None:
@@ -186,6 +195,8 @@ def run(
     if resume is not None:
         code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
         raise typer.Exit(code)
+    if scenario is not None:
+        arrival, duration = scenario_load(scenario, rate, arrival, duration, slo)
     with errors():
         shape = options.load_shape(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
@@ -193,7 +204,7 @@ def run(
         )  # fmt: skip
         plan = options.plan(flags, concurrency=concurrency, load=shape)
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
-        extra = {"slo": objectives(slo), **server_options(flags)}
+        extra = {"slo": objectives(slo), "scenario": scenario, **server_options(flags)}
         sources = trace_cases(cases, flags, trace)
         specs = [run_spec(sources, flags, plan, t, **extra) for t in options.target_specs(flags)]
         for later in specs[1:]:  # the first is checked as its run starts

@@ -274,6 +274,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
             f" · scheduler lag P99 {seconds(lag)}"
         )
     lines.extend(_serving(summary["pooled"]["overall"]))
+    lines.extend(slo.stamp_lines(summary.get("scenario")))
     lines.extend(_server(summary.get("server_metrics")))
     adaptive = summary.get("adaptive")
     if adaptive and adaptive.get("converged_limit") is not None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perfbench.report import slo
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
 from perfbench.report.format import TITLES, change, number, p_value, quantity, spread, table
 from perfbench.stats.advice import advise
@@ -42,6 +43,7 @@ def report(
     parts += verdict(baseline, comparisons, runs)
     parts += ["", "## Runs", "", _runs_table(runs, baseline)]
     parts += _relative(runs, baseline)
+    parts += _stamps(runs)
     for index, (name, _, result) in enumerate(comparisons):
         parts += _changes(figures, index, f"{name} against {baseline}", result.alpha)
     parts += _section("Latency distribution (tasks, all runs pooled)", _percentile_table(runs))
@@ -86,6 +88,16 @@ def report(
         ]
     parts += _report_warnings(runs)
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _stamps(runs: Sequence[RunView]) -> list[str]:
+    """Each run stamped by its --scenario: VALID, or INVALID with the rules it failed."""
+    lines = []
+    for run in runs:
+        said = slo.stamp_lines(run.summary.get("scenario"))
+        if said:
+            lines += [f"- `{run.name}`: {said[0]}", *(f"  -{line[1:]}" for line in said[1:])]
+    return ["", *lines] if lines else []
 
 
 def verdict(

@@ -79,3 +79,19 @@ def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]
     return [
         f"early-stopping P{percentile:g} ({conf} confidence, runs pooled): " + " · ".join(parts)
     ]
+
+
+def stamp_lines(stamp: Mapping[str, Any] | None) -> list[str]:
+    """``scenario mlperf-server: INVALID``, then each failed rule with what it measured."""
+    if not stamp:
+        return []
+    failed = [r for r in stamp["rules"] if not r["ok"]]
+    head = f"scenario {stamp['name']}: {stamp_word(stamp)}"
+    return [head, *(f"  {r['rule']}: {r['detail']}" for r in failed)]
+
+
+def stamp_word(stamp: Mapping[str, Any] | None) -> str | None:
+    """``VALID``/``INVALID`` (None without a scenario), for a comparison's heading."""
+    if not stamp:
+        return None
+    return "VALID" if stamp["valid"] else "INVALID"

@@ -44,6 +44,7 @@ class Summary(TypedDict, total=False):
     client: dict[str, Any]  # how busy perfbench was (loop lag, CPU, headroom)
     adaptive: dict[str, Any]  # the AIMD limit's history and where it settled
     server_metrics: dict[str, Any]  # run --server-metrics: the server's own gauges over time
+    scenario: dict[str, Any]  # run --scenario: VALID or INVALID by its rules (stats/scenario.py)
 
 
 @dataclass
