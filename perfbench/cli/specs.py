@@ -44,7 +44,7 @@ def scenario_load(
     if rate is None:
         raise typer.BadParameter(
             f"--scenario {name} sends {found.arrival} arrivals: give their rate, --rate R "
-            "(sweep --rate with --arrival poisson and --slo finds the largest that is met)"
+            "(sweep --rates R1,R2 --slo PRESET finds the largest one that meets it)"
         )
     if arrival != "constant" and arrival != found.arrival:
         raise typer.BadParameter(f"--scenario {name} sends {found.arrival} arrivals")

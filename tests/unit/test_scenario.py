@@ -65,3 +65,20 @@ def test_a_comparison_of_a_valid_and_an_invalid_run_says_so() -> None:
     assert "the candidate's: min_duration, min_query_count, early_stopping: ttft" in note
     assert stamp_notes(valid, valid) == [] and stamp_notes({}, {}) == []
     assert "not stamped" in stamp_notes({}, invalid)[0]
+
+
+def test_a_sweep_with_a_preset_finds_the_largest_level_meeting_it_at_p99() -> None:
+    from perfbench.report.sweep_md import _slo_line
+    from perfbench.stats.knee import level_of, slo_max
+
+    slo = goodput.parse(PRESET)
+
+    def level(rate: float, slow_every: int) -> object:
+        samples = [_task(i, 2.5 if i % slow_every == 0 else 0.3, 0.1) for i in range(200)]
+        return level_of(rate, summarize(samples, {}, slo))
+
+    levels = [level(1, 1000), level(2, 1000), level(4, 20)]  # at 4/s, 5% of TTFTs over 2 s
+    assert [v.preset_met for v in levels] == [True, True, False]  # type: ignore[attr-defined]
+    assert slo_max(levels, PRESET, 0.9) == 2  # type: ignore[arg-type]
+    line = _slo_line((PRESET, 0.9), 2)
+    assert line == f"- Largest level meeting {PRESET} (each objective at its P99): 2."
