@@ -47,6 +47,7 @@ def report(
     for index, (name, _, result) in enumerate(comparisons):
         parts += _changes(figures, index, f"{name} against {baseline}", result.alpha)
     parts += _section("Latency distribution (tasks, all runs pooled)", _percentile_table(runs))
+    parts += _tail_claims(runs)
     parts += _chart(figures, "latency", "task latency by percentile, per run", CAPTIONS["latency"])
     parts += _distribution(figures, runs, "ttft", "Time to first token (tasks, all runs pooled)")
     parts += _distribution(
@@ -88,6 +89,16 @@ def report(
         ]
     parts += _report_warnings(runs)
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _tail_claims(runs: Sequence[RunView]) -> list[str]:
+    """Each run's early-stopping P99s beside the raw ones (MLPerf's rule, runs pooled)."""
+    lines = []
+    for run in runs:
+        said = slo.tail_claims(run.summary["pooled"]["overall"])
+        if said:
+            lines.append(f"- `{run.name}`: {said[0]}")
+    return [*lines, ""] if lines else []
 
 
 def _stamps(runs: Sequence[RunView]) -> list[str]:

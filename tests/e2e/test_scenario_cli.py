@@ -32,6 +32,8 @@ def test_a_short_server_scenario_run_is_stamped_invalid(tmp_path: Path) -> None:
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert ": scenario mlperf-server: INVALID" in text and "  - min_query_count: " in text
+    # the early-stopping P99s beside the raw ones, or what an estimate needs (issue 42 item 2)
+    assert "early-stopping P99 (99% confidence, runs pooled): latency – (needs 662 tasks" in text
 
 
 def test_the_scenario_needs_a_rate_and_a_preset(tmp_path: Path) -> None:
