@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohttp import web
 
+from perfbench.stats import tokens
 from tests.helpers import cli, serving
 
 ANSWER = ["word "] * 12  # 12 tokens by the test server's tokenizer: one a word
@@ -20,19 +21,27 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-def _server(
-    overstate: float, burst: bool
-) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """An OpenAI-compatible chat server whose tokenizer counts words, with a /tokenize; its
-    usage counts the prompt times ``overstate`` (plus 3 template tokens)."""
+def _o200k(text: str) -> int:
+    return tokens.count(text, "o200k_base")
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _server(overstate: float, burst: bool, count: Callable[[str], int] = _words) -> Handler:
+    """An OpenAI-compatible chat server whose tokenizer is ``count`` (words: with a
+    /tokenize; o200k: without one, as OpenAI's API); its usage counts the prompt times
+    ``overstate`` (plus 3 template tokens)."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         if request.path == "/tokenize":
-            return web.json_response({"count": _words(body["prompt"])})
+            if count is not _words:
+                raise web.HTTPNotFound()
+            return web.json_response({"count": count(body["prompt"])})
         prompt = body["messages"][-1]["content"]
-        usage = {"prompt_tokens": round(_words(prompt) * overstate) + 3,
-                 "completion_tokens": len(ANSWER)}  # fmt: skip
+        usage = {"prompt_tokens": round(count(prompt) * overstate) + 3,
+                 "completion_tokens": count("".join(ANSWER))}  # fmt: skip
         if not body.get("stream"):
             message = {"role": "assistant", "content": "".join(ANSWER)}
             return web.json_response({"choices": [{"message": message}], "usage": usage})
@@ -53,8 +62,8 @@ def _server(
     return handle
 
 
-def _verify(url: str) -> tuple[int, dict[str, str], str]:
-    done = cli("verify", "-t", "openai/llama-test", "--base-url", f"{url}/v1", "--json")
+def _verify(url: str, model: str = "llama-test") -> tuple[int, dict[str, str], str]:
+    done = cli("verify", "-t", f"openai/{model}", "--base-url", f"{url}/v1", "--json")
     doc = json.loads(done.stdout)
     return done.returncode, {c["key"]: c["verdict"] for c in doc["checks"]}, done.stderr
 
@@ -94,3 +103,17 @@ def test_the_table_names_the_failed_row() -> None:
     said = " ".join(done.stdout.split())
     assert done.returncode == 5
     assert "verify: failed: input tokens: usage vs the server's /tokenize" in said
+
+
+@pytest.mark.parametrize(("overstate", "failing"), [(1.0, []), (1.2, ["input_tokens"])])
+def test_without_tokenize_an_openai_model_is_judged_by_the_offline_tokenizer(
+    overstate: float, failing: list[str]
+) -> None:
+    with serving(_server(overstate, False, _o200k)) as url:
+        code, verdicts, stderr = _verify(url, "gpt-4o")
+    assert code == (5 if failing else 0), (verdicts, stderr)
+    assert sorted(k for k, v in verdicts.items() if v == "fail") == failing
+    assert verdicts["output_tokens_counted"] == "pass"
+    with serving(_server(1.2, False, _o200k)) as url:  # another family: o200k is a proxy
+        code, verdicts, _ = _verify(url, "llama-test")
+    assert code == 0 and verdicts["input_tokens"] == "info"
