@@ -171,8 +171,8 @@ def run(
         typer.Option(
             rich_help_panel="Output",
             help="Stamp the run VALID or INVALID by a scenario's rules: mlperf-server (Poisson "
-            "arrivals at --rate, 600 s by default, at least 100 queries, the --slo preset met "
-            "at P99 with its early-stopping estimate). Each failed rule is named.",
+            "arrivals at --rate, 600 s and 1 run by default, at least 100 queries, the --slo "
+            "preset met at P99 with its early-stopping estimate). Each failed rule is named.",
         ),
     ] = None,
     *,
@@ -197,6 +197,8 @@ def run(
         raise typer.Exit(code)
     if scenario is not None:
         arrival, duration = scenario_load(scenario, rate, arrival, duration, slo)
+        if not any(p.name == "runs" for p in options.given(ctx)):
+            flags = {**flags, "runs": "1"}  # MLPerf's Server scenario is one run
     with errors():
         shape = options.load_shape(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,

@@ -12,7 +12,7 @@ from tests.helpers import CASES, cli
 def test_a_short_server_scenario_run_is_stamped_invalid(tmp_path: Path) -> None:
     done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--scenario", "mlperf-server",
                "--slo", "mlperf:llama2-70b:server", "--rate", "20", "--duration", "1",
-               "--runs", "1", "--warmup", "0", "--out", str(tmp_path / "runs"))  # fmt: skip
+               "--warmup", "0", "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stdout.splitlines()]
     at = lines.index("scenario mlperf-server: INVALID")
@@ -28,6 +28,7 @@ def test_a_short_server_scenario_run_is_stamped_invalid(tmp_path: Path) -> None:
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["spec"]["scenario"] == "mlperf-server"
     assert meta["spec"]["plan"]["load"]["arrival"] == "poisson"
+    assert meta["spec"]["plan"]["runs"] == 1  # the scenario's one run, unless --runs says
     report = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
