@@ -211,6 +211,14 @@ class RunSpec:
         """The parsed --slo (checked when the spec is built by the CLI, again here)."""
         return goodput.parse(self.slo) if self.slo else None
 
+    def stamp(self, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's stamp by the rules of its ``scenario`` (stats/scenario.py)."""
+        from perfbench.stats.scenario import SCENARIOS, stamp
+
+        assert self.scenario is not None
+        runs, pooled = summary["runs"], summary["pooled"]["overall"]
+        return stamp(SCENARIOS[self.scenario], runs, pooled, self.plan.load, self.objectives())
+
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> RunSpec:
         return cls(

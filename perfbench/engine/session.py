@@ -29,7 +29,6 @@ from perfbench.sample import Sample
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.cost import Pricer, price
 from perfbench.stats.headroom import headroom
-from perfbench.stats.scenario import SCENARIOS, stamp
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
 from perfbench.store.documents import Meta
@@ -181,7 +180,7 @@ class Session:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
             if self.spec.scenario:
-                summary["scenario"] = _stamp(self.spec, summary)
+                summary["scenario"] = self.spec.stamp(summary)
             client = self.engine.client_summary()
             if client is not None:
                 summary["client"] = client
@@ -368,10 +367,3 @@ def _load(plan: Plan) -> dict[str, Any]:
         }
     kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
     return {"shape": kind, **asdict(shape)}
-
-
-def _stamp(spec: RunSpec, summary: Summary) -> dict[str, Any]:
-    """The run's stamp by the rules of its ``--scenario`` (stats/scenario.py)."""
-    assert spec.scenario is not None
-    runs, pooled = summary["runs"], summary["pooled"]["overall"]
-    return stamp(SCENARIOS[spec.scenario], runs, pooled, spec.plan.load, spec.objectives())
