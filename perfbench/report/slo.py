@@ -45,7 +45,7 @@ def _objective(check: Mapping[str, Any]) -> str:
     else:
         claim = (
             f"early-stopping {pct} ({conf}): none from {check['n']} "
-            f"{UNITS[check['metric']]}, needs {es['needs']:,}"
+            f"{UNITS[check['metric']]}, needs {es['needs']:,}{_backs(es)}"
         )
     return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
 
@@ -70,7 +70,10 @@ def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]
         claim = estimates[name].get(key)
         if claim is None:
             needs = early_stopping.min_count(percentile)
-            parts.append(f"{label} – (needs {needs:,} {unit}, has {dist['n']:,})")
+            backs = _backs(
+                {"claimable": estimates[name].get("claimable"), "claimable_value": dist.get("max")}
+            )
+            parts.append(f"{label} – (needs {needs:,} {unit}, has {dist['n']:,}{backs})")
         else:
             parts.append(f"{label} {seconds(claim)} (raw {seconds(dist.get(key))})")
     if not parts:
@@ -95,3 +98,11 @@ def stamp_word(stamp: Mapping[str, Any] | None) -> str | None:
     if not stamp:
         return None
     return "VALID" if stamp["valid"] else "INVALID"
+
+
+def _backs(es: Mapping[str, Any]) -> str:
+    """``; they back P93.5 ≤ 1.20 s``: what a run too small for the estimate can claim."""
+    pct, value = es.get("claimable"), es.get("claimable_value")
+    if pct is None or value is None:
+        return ""
+    return f"; they back P{pct:g} ≤ {seconds(value)}"

@@ -79,6 +79,21 @@ def min_count(percentile: float, confidence: float = CONFIDENCE) -> int:
     return high
 
 
+def claimable(n: int, confidence: float = CONFIDENCE) -> float | None:
+    """The highest percentile (down to 0.1) that ``n`` values back by this rule, their
+    largest value bounding it: what a run too small for a P99 can claim. None below 2."""
+    if allowance(n, 0.05, confidence) < 1:
+        return None
+    low, high = 0.05, 100.0  # allowance >= 1 at low, < 1 at high
+    for _ in range(40):
+        mid = (low + high) / 2
+        if allowance(n, mid, confidence) >= 1:
+            low = mid
+        else:
+            high = mid
+    return math.floor(low * 10) / 10
+
+
 def rank_percentile(n: int, t: int) -> float:
     """The nearest-rank percentile whose value is the ``t``-th largest of ``n``: what to ask a
     histogram for (``Histogram.percentiles``) to read the estimate."""
@@ -118,24 +133,33 @@ def rounded(count: int) -> int:
 
 def estimate(hist: Histogram | None, percentile: float) -> dict[str, Any]:
     """The early-stopping estimate of ``percentile`` over ``hist``: its value (None with too
-    few values), the rank it was read at from the top, and the values an estimate needs."""
+    few values), the rank it was read at from the top, the values an estimate needs, and
+    without one the percentile the values do back (``claimable``, bounded by their largest)."""
     n = hist.count if hist is not None else 0
     found = plan(n, percentile)
-    value = None
-    if hist is not None and found.available:
-        at = rank_percentile(n, found.largest)
-        value = hist.percentiles([at])[at]
-    return {
+    out: dict[str, Any] = {
         "confidence": CONFIDENCE,
-        "value": value,
+        "value": None,
         "largest": found.largest,
         "needs": found.needs,
     }
+    if hist is not None and found.available:
+        at = rank_percentile(n, found.largest)
+        out["value"] = hist.percentiles([at])[at]
+    elif hist is not None and n:
+        out["claimable"] = claimable(n)
+        out["claimable_value"] = hist.max
+    return out
 
 
 def tails(hist: Histogram) -> dict[str, float | None]:
-    """``{"p90": …, "p95": …, "p99": …}``: each estimate's value (None: too few values)."""
+    """``{"p90": …, "p95": …, "p99": …}``: each estimate's value (None: too few values);
+    and while the P99 has none, ``claimable``: the highest percentile the values back (their
+    largest bounds it), so that a small run still says what it can claim."""
     n = hist.count
     ats = {p: rank_percentile(n, t) for p in TAILS if (t := allowance(n, p)) >= 1}
     values = hist.percentiles(ats.values()) if ats else {}
-    return {f"p{p:g}": values[ats[p]] if p in ats else None for p in TAILS}
+    out = {f"p{p:g}": values[ats[p]] if p in ats else None for p in TAILS}
+    if out["p99"] is None:
+        out["claimable"] = claimable(n)
+    return out

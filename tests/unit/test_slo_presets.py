@@ -60,6 +60,9 @@ def test_early_stopping_minimum_counts_and_mlperf_table() -> None:
     # LoadGen's MultiStream min_query_count (662) is the fewest queries its P99 estimate needs.
     assert early_stopping.min_count(99) == 662
     assert (early_stopping.min_count(95), early_stopping.min_count(90)) == (130, 64)
+    # ... and, the other way round, the percentile a run of n values can claim.
+    claims = [early_stopping.claimable(n) for n in (1, 64, 100, 130, 662)]
+    assert claims == [None, 90.0, 93.5, 95.0, 99.0]
     # inference_rules.adoc's table: inferences, then rounded to multiples of 2^13.
     table = {90.0: (23_886, 24_576), 95.0: (50_425, 57_344), 97.0: (85_811, 90_112),
              99.0: (262_742, 270_336)}  # fmt: skip
@@ -97,7 +100,8 @@ def test_a_preset_is_missed_on_its_p99_and_the_words_say_which() -> None:
     assert ttft["early_stopping"]["value"] is None and ttft["early_stopping"]["needs"] == 662
     lines = slo_words.verdict(good)
     assert lines[0] == "SLO mlperf:llama2-70b:interactive: MISSED (TTFT P99 600.0 ms over 450.0 ms)"
-    assert "early-stopping P99 (99% confidence): none from 100 requests, needs 662" in lines[1]
+    assert ("early-stopping P99 (99% confidence): none from 100 requests, needs 662; they back "
+            "P93.5 ≤ 600.0 ms") in lines[1]  # fmt: skip
 
 
 def test_a_large_run_shows_the_early_stopping_p99_above_the_raw_one() -> None:
@@ -126,4 +130,10 @@ def test_every_scope_keeps_early_stopping_tails_and_the_console_line_shows_them(
     few = summarize(samples[:100], {})["pooled"]["overall"]
     assert few["early_stopping"]["latency"]["p99"] is None
     assert few["early_stopping"]["latency"]["p90"] is not None  # 64 values back a P90
-    assert "latency – (needs 662 tasks, has 100)" in slo_words.tail_claims(few)[0]
+    # 100 tasks back no P99, but their largest value bounds P93.5 at 99% confidence (it is
+    # above the raw P99, and labelled with the percentile it does back).
+    assert few["early_stopping"]["latency"]["claimable"] == 93.5
+    assert few["latency"]["max"] > few["latency"]["p99"]
+    largest = f"{few['latency']['max'] * 1000:.1f} ms"
+    said = slo_words.tail_claims(few)[0]
+    assert f"latency – (needs 662 tasks, has 100; they back P93.5 ≤ {largest})" in said
