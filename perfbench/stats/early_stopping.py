@@ -17,6 +17,7 @@ approximation ``z² · p(1 − p) / margin²`` rounded up to a multiple of 2^13:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -33,6 +34,7 @@ ROUNDING = 2**13  # the table's "Rounded Inferences" are multiples of 8,192
 _SPAN_SD = 40.0  # binomial terms further than this below the mean are < 1e-300 of the sum
 
 
+@functools.lru_cache(maxsize=4096)  # a scope per case: the same counts recur
 def allowance(n: int, percentile: float, confidence: float = CONFIDENCE) -> int:
     """The largest *t* with ``P(Binomial(n, 1 − percentile/100) ≤ t) ≤ 1 − confidence``;
     −1 when even none above the percentile is that unlikely (too few values)."""
@@ -65,6 +67,7 @@ def _log_add(a: float, b: float) -> float:
     return high + math.log1p(math.exp(low - high))
 
 
+@functools.lru_cache(maxsize=4096)  # a scope per case: the same counts recur
 def min_count(percentile: float, confidence: float = CONFIDENCE) -> int:
     """The fewest values for which an early-stopping estimate of ``percentile`` exists."""
     low, high = 1, 1
@@ -79,6 +82,7 @@ def min_count(percentile: float, confidence: float = CONFIDENCE) -> int:
     return high
 
 
+@functools.lru_cache(maxsize=4096)  # a scope per case: the same counts recur
 def claimable(n: int, confidence: float = CONFIDENCE) -> float | None:
     """The highest percentile (down to 0.1) that ``n`` values back by this rule, their
     largest value bounding it: what a run too small for a P99 can claim. None below 2."""
