@@ -246,7 +246,27 @@ async def _input_rows(counter: Counter, short: _Reply, long: _Reply, bars: Bars)
         "info",
         float(overhead),
     )
-    return [input_row, template]
+    return [input_row, template, *(await _offline_row(counter, ref_added))]
+
+
+async def _offline_row(counter: Counter, served: int) -> list[Check]:
+    """perfbench's offline count (its estimate when a reply has no usage) against the
+    server's /tokenize for the same text: how far those estimates would be off."""
+    if not counter.offered or not served:
+        return []
+    both = tokens.count(f"{SHORT} {FILLER}", counter.encoding)
+    offline = both - tokens.count(SHORT, counter.encoding)  # the same text the server counted
+    ratio = offline / served
+    return [
+        Check(
+            "offline_estimate",
+            f"offline {counter.encoding} vs the server's /tokenize",
+            f"{offline} for {served} ({_ratio(ratio)})",
+            "shown: perfbench's estimate when a reply has no usage",
+            "info",
+            ratio,
+        )
+    ]
 
 
 async def _output_rows(counter: Counter, streamed: _Reply, bars: Bars) -> list[Check]:

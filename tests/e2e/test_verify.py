@@ -94,7 +94,7 @@ def test_a_server_past_a_bar_fails_naming_that_row(
     assert code == (5 if failing else 0), (verdicts, stderr)
     assert sorted(k for k, v in verdicts.items() if v == "fail") == failing
     assert verdicts["output_tokens_asked"] == "pass" and verdicts["stream_usage"] == "pass"
-    assert verdicts["template_overhead"] == "info"
+    assert verdicts["template_overhead"] == "info" and verdicts["offline_estimate"] == "info"
 
 
 def test_the_table_names_the_failed_row() -> None:
