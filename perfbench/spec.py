@@ -154,6 +154,7 @@ class RunSpec:
     prices: str | None = None  # the dated price override file, absolute; None: none
     out: str | None = "runs"
     slo: str | None = None  # run --slo "ttft<500ms,tpot<50ms": goodput is counted against it
+    scenario: str | None = None  # run --scenario mlperf-server: the run is stamped VALID/INVALID
     # run --server-metrics URL: the target's Prometheus page, read every scrape_interval s.
     server_metrics: str | None = None
     scrape_interval: float = 1.0
@@ -171,6 +172,7 @@ class RunSpec:
         slo: str | None = None,
         server_metrics: str | None = None,
         scrape_interval: float = 1.0,
+        scenario: str | None = None,
     ) -> RunSpec:
         """A spec from what a user gave: paths made absolute (a resumed run may start from
         another folder), the working directory's price file taken now if none is named."""
@@ -184,6 +186,7 @@ class RunSpec:
             slo=slo,
             server_metrics=server_metrics,
             scrape_interval=scrape_interval,
+            scenario=scenario,
         )
 
     def load_suite(self) -> Suite:
@@ -218,11 +221,20 @@ class RunSpec:
             "slo": self.slo,
             "server_metrics": recorded_url(self.server_metrics) if self.server_metrics else None,
             "scrape_interval": self.scrape_interval,
+            **({"scenario": self.scenario} if self.scenario else {}),
         }
 
     def objectives(self) -> Slo | None:
         """The parsed --slo (checked when the spec is built by the CLI, again here)."""
         return goodput.parse(self.slo) if self.slo else None
+
+    def stamp(self, summary: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's stamp by the rules of its ``scenario`` (stats/scenario.py)."""
+        from perfbench.stats.scenario import SCENARIOS, stamp
+
+        assert self.scenario is not None
+        runs, pooled = summary["runs"], summary["pooled"]["overall"]
+        return stamp(SCENARIOS[self.scenario], runs, pooled, self.plan.load, self.objectives())
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> RunSpec:
@@ -236,6 +248,7 @@ class RunSpec:
             slo=doc.get("slo"),
             server_metrics=doc.get("server_metrics"),
             scrape_interval=doc.get("scrape_interval", 1.0),
+            scenario=doc.get("scenario"),
         )
 
     @classmethod

@@ -85,19 +85,32 @@ def _by_ctrl_c(exc: BaseException) -> bool:
 
 # --help lists the commands in the order a user meets them, not the modules' import order.
 _ORDER = ("run", "sweep", "list", "show", "compare", "ab", "plan", "history", "report", "export",
-          "calibrate", "proxy")  # fmt: skip
+          "calibrate", "verify", "proxy")  # fmt: skip
 
 
 @cache
 def _wired() -> typer.Typer:
     """The app with every command registered, in help order, with help text re-flowed."""
-    from perfbench.cli import ab, calibrate, cases, history, mock, plan, proxy, results, run, sweep
-    from perfbench.cli.app import app, cases_app, mock_app
+    from perfbench.cli import (
+        ab,
+        calibrate,
+        cases,
+        history,
+        mock,
+        plan,
+        proxy,
+        results,
+        run,
+        slo,
+        sweep,
+        verify,
+    )  # fmt: skip
+    from perfbench.cli.app import app, cases_app, mock_app, slo_app
 
     # imported for the commands they register
-    del ab, calibrate, cases, history, mock, plan, proxy, results, run, sweep
+    del ab, calibrate, cases, history, mock, plan, proxy, results, run, slo, sweep, verify
     app.registered_commands.sort(key=lambda c: _ORDER.index(_name(c)))
-    _reflow_help(app, cases_app, mock_app)
+    _reflow_help(app, cases_app, mock_app, slo_app)
     return app
 
 

@@ -41,6 +41,10 @@ mock_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(mock_app, name="mock")
+slo_app = typer.Typer(
+    help="Named service-level objectives for --slo (MLPerf's, GuideLLM's).", no_args_is_help=True
+)
+app.add_typer(slo_app, name="slo")
 
 
 def _version(value: bool) -> None:

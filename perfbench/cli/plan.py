@@ -15,7 +15,7 @@ from perfbench.cli.app import app
 from perfbench.cli.output import errors
 from perfbench.errors import GateError
 from perfbench.report.format import TITLES, table
-from perfbench.stats import planning, power
+from perfbench.stats import early_stopping, planning, power
 from perfbench.stats.compare import Rules
 from perfbench.stats.gate import build_rules
 from perfbench.stats.thresholds import quantity
@@ -128,8 +128,40 @@ def _text(
         "The --repeat column assumes the runs differ by sampling (more tasks a run lower the "
         "CV as 1/sqrt(tasks), as on the mock); a run-to-run factor such as a noisy neighbour "
         "does not fall with --repeat, only with --runs. Plan again on runs made that way.",
+        *_tail_claims(runs),
     ]
     return "\n".join(head) + "\n"
+
+
+def _tail_claims(runs: Sequence[Sequence[Any]]) -> list[str]:
+    """How many tasks a P90/P95/P99 claim needs by MLPerf's rules, beside what a side has."""
+    have = min(sum(r["overall"].get("tasks") or 0 for r in side) for side in runs)
+    rows = []
+    for pct in early_stopping.TAILS:
+        margin = early_stopping.MARGINS[pct]
+        size = early_stopping.sample_size(pct, margin)
+        rows.append(
+            [
+                f"P{pct:g}",
+                f"{early_stopping.min_count(pct):,}",
+                f"{size:,} (±{100 * margin:.2f}%)",
+                f"{early_stopping.rounded(size):,}",
+            ]
+        )
+    return [
+        "",
+        f"### Tail claims at {early_stopping.CONFIDENCE:.0%} confidence (MLPerf's rules)",
+        "",
+        f"A side of these runs has {have:,} tasks. The early-stopping estimate of a percentile "
+        "(beside the raw one in `show`) exists from the first count; MLPerf's table sizes a "
+        "run to pin the percentile within the margin (inference_rules.adoc).",
+        "",
+        table(
+            ("Percentile", "fewest tasks", "tasks for the margin", "MLPerf's table"),
+            rows,
+            right=(1, 2, 3),
+        ),
+    ]
 
 
 def _cells(need: power.Need) -> list[str]:

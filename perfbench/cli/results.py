@@ -23,7 +23,7 @@ from perfbench.errors import GateError
 from perfbench.report import compare_md
 from perfbench.report.format import seconds
 from perfbench.report.junit import junit
-from perfbench.stats.comparable import pair_notes, run_notes
+from perfbench.stats.comparable import pair_notes, run_notes, stamp_notes
 from perfbench.stats.compare import BY_NAME, Comparison, Rules, compare
 from perfbench.stats.gate import Outcome, build_rules, fails, outcome
 from perfbench.stats.summary import Summary
@@ -278,6 +278,7 @@ def _sides(baseline: str, candidate: str | None, rules: Rules, force: bool, root
         found.notes += pair_notes(base_meta, found.candidate, force)
         found.notes += sides.label_notes((baseline, candidate), root)
         found.notes += run_notes(base_meta, "baseline")
+        found.notes += stamp_notes(base_summary, found.candidate_summary)
         found.baseline = base_meta
         found.result = compare(base_summary, found.candidate_summary, rules)
     return found

@@ -26,7 +26,7 @@ from perfbench.cli.options import (
     shared,
 )
 from perfbench.cli.output import err, errors, out, print_result
-from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
+from perfbench.cli.specs import objectives, run_spec, scenario_load, server_options, trace_cases
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
@@ -167,6 +167,15 @@ def run(
         ),
     ] = None,
     otlp_url: otlp.OtlpOpt = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Output",
+            help="Stamp the run VALID or INVALID by a scenario's rules: mlperf-server (Poisson "
+            "arrivals at --rate, 600 s and 1 run by default, at least 100 queries, the --slo "
+            "preset met at P99 with its early-stopping estimate). Each failed rule is named.",
+        ),
+    ] = None,
     *,
     flags: Flags,
 ) -> None:
@@ -190,6 +199,10 @@ def run(
         code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
         _send(result, otlp_url)
         raise typer.Exit(code)
+    if scenario is not None:
+        arrival, duration = scenario_load(scenario, rate, arrival, duration, slo)
+        if not any(p.name == "runs" for p in options.given(ctx)):
+            flags = {**flags, "runs": "1"}  # MLPerf's Server scenario is one run
     with errors():
         shape = options.load_shape(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
@@ -197,7 +210,7 @@ def run(
         )  # fmt: skip
         plan = options.plan(flags, concurrency=concurrency, load=shape)
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
-        extra = {"slo": objectives(slo), **server_options(flags)}
+        extra = {"slo": objectives(slo), "scenario": scenario, **server_options(flags)}
         sources = trace_cases(cases, flags, trace)
         specs = [run_spec(sources, flags, plan, t, **extra) for t in options.target_specs(flags)]
         for later in specs[1:]:  # the first is checked as its run starts

@@ -34,6 +34,31 @@ def objectives(text: str | None) -> str | None:
         raise typer.BadParameter(str(exc)) from None
 
 
+def scenario_load(
+    name: str, rate: float | None, arrival: str, duration: float | None, slo: str | None
+) -> tuple[str, float]:
+    """``--scenario``'s load (its arrivals, and its minimum duration unless --duration says
+    otherwise), checked now: a usage error (exit 2) names what the scenario needs."""
+    from perfbench.stats.scenario import SCENARIOS
+
+    found = SCENARIOS.get(name)
+    if found is None:
+        raise typer.BadParameter(f"--scenario {name}: known: {', '.join(SCENARIOS)}")
+    if rate is None:
+        raise typer.BadParameter(
+            f"--scenario {name} sends {found.arrival} arrivals: give their rate, --rate R "
+            "(sweep --rates R1,R2 --slo PRESET finds the largest one that meets it)"
+        )
+    if arrival != "constant" and arrival != found.arrival:
+        raise typer.BadParameter(f"--scenario {name} sends {found.arrival} arrivals")
+    if slo is None or not goodput.parse(objectives(slo) or slo).percentile:
+        raise typer.BadParameter(
+            f"--scenario {name} judges the run against an SLO preset: add --slo "
+            "mlperf:MODEL:server (perfbench slo list)"
+        )
+    return found.arrival, found.min_duration_s if duration is None else duration
+
+
 def server_options(flags: Flags) -> dict[str, Any]:
     """--server-metrics (checked now: a usage error, exit 2) and --scrape-interval."""
     url = flags["server_metrics"]

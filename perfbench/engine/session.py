@@ -180,6 +180,8 @@ class Session:
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
             summary = self.summarizer.finish()
+            if self.spec.scenario:
+                summary["scenario"] = self.spec.stamp(summary)
             client = self.engine.client_summary()
             if client is not None:
                 summary["client"] = client

@@ -171,6 +171,8 @@ class Service:
             return _json({"timings": self.stats.timings})
         if (method, path) == ("GET", "/v1/models"):
             return _json(self._models(anthropic))
+        if (method, path) == ("POST", "/tokenize"):  # vLLM's and SGLang's: perfbench verify
+            return self._tokenize(body)
         api = APIS.get(path)
         if api is None:
             return _error(_no_route(method, path, anthropic), anthropic)
@@ -184,6 +186,20 @@ class Service:
             return self._complete(api, headers, body, request)
         except ApiError as err:
             return _error(err, anthropic)
+
+    def _tokenize(self, raw: bytes) -> SendPlan:
+        """``{"model", "prompt"}`` (or ``messages``) → ``{"count"}`` by the simulated
+        tokenizer, as the usage of a request with that text counts it."""
+        try:
+            request = _json_body(raw)
+        except ApiError as err:
+            return _error(err, False)
+        prompt = request.get("prompt")
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        contents = [m.get("content") for m in messages if isinstance(m, dict)]
+        texts = [prompt] if isinstance(prompt, str) else [c for c in contents if isinstance(c, str)]
+        count = self.simulator.count_texts(texts, str(request.get("model") or ""))
+        return _json({"count": count})
 
     def _complete(
         self, api: Api, headers: Mapping[str, str], raw: bytes, body: dict[str, Any]

@@ -164,6 +164,11 @@ class Simulator:
         model = model or self._model(turn.model)[1]
         return sum(model.tokens(len(t), _language(t)) for t in turn.messages)
 
+    def count_texts(self, texts: list[str], model: str) -> int:
+        """``texts`` by ``model``'s simulated tokenizer, each as a message's content is."""
+        found = self._model(model)[1]
+        return sum(found.tokens(len(t), _language(t)) for t in texts)
+
     def _text_reply(
         self, turn: Turn, model: SimModel, rng: random.Random
     ) -> tuple[list[str], Finish]:

@@ -21,6 +21,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from perfbench.report import slo
 from perfbench.report.format import dollars, ms, number, seconds
 
 PCTS = ("p50", "p95", "p99")
@@ -273,6 +274,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
             f" · scheduler lag P99 {seconds(lag)}"
         )
     lines.extend(_serving(summary["pooled"]["overall"]))
+    lines.extend(slo.stamp_lines(summary.get("scenario")))
     lines.extend(_server(summary.get("server_metrics")))
     adaptive = summary.get("adaptive")
     if adaptive and adaptive.get("converged_limit") is not None:
@@ -310,6 +312,8 @@ def _serving(pooled: Mapping[str, Any]) -> list[str]:
             f"({number(good['request_rate'], 2)}/s), {_share(good['task_share'])} of tasks "
             f"({number(good['task_rate'], 2)}/s) met every objective"
         )
+        lines.extend(slo.verdict(good))
+    lines.extend(slo.tail_claims(pooled))
     return lines
 
 

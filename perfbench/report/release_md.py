@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perfbench.report import time_split
+from perfbench.report import slo, time_split
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
 from perfbench.report.format import (
     TITLES,
@@ -59,9 +59,11 @@ def report(
     parts += verdict(baseline, comparisons, runs)
     parts += ["", "## Runs", "", _runs_table(runs, baseline)]
     parts += _relative(runs, baseline)
+    parts += _stamps(runs)
     for index, (name, _, result) in enumerate(comparisons):
         parts += _changes(figures, index, f"{name} against {baseline}", result.alpha)
     parts += _section("Latency distribution (tasks, all runs pooled)", _percentile_table(runs))
+    parts += _tail_claims(runs)
     parts += _chart(figures, "latency", "task latency by percentile, per run", CAPTIONS["latency"])
     parts += _distribution(figures, runs, "ttft", "Time to first token (tasks, all runs pooled)")
     parts += _distribution(
@@ -105,6 +107,26 @@ def report(
         ]
     parts += _report_warnings(runs)
     return "\n".join(parts).rstrip() + "\n"
+
+
+def _tail_claims(runs: Sequence[RunView]) -> list[str]:
+    """Each run's early-stopping P99s beside the raw ones (MLPerf's rule, runs pooled)."""
+    lines = []
+    for run in runs:
+        said = slo.tail_claims(run.summary["pooled"]["overall"])
+        if said:
+            lines.append(f"- `{run.name}`: {said[0]}")
+    return [*lines, ""] if lines else []
+
+
+def _stamps(runs: Sequence[RunView]) -> list[str]:
+    """Each run stamped by its --scenario: VALID, or INVALID with the rules it failed."""
+    lines = []
+    for run in runs:
+        said = slo.stamp_lines(run.summary.get("scenario"))
+        if said:
+            lines += [f"- `{run.name}`: {said[0]}", *(f"  -{line[1:]}" for line in said[1:])]
+    return ["", *lines] if lines else []
 
 
 def verdict(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfbench.report.format import ms
+from perfbench.stats import presets
 from perfbench.stats.knee import PERCENTILES, USL_MIN_R2, Level, in_flight
 
 # The knee is named for what ended the growth: a rate-limit knee measures the provider's
@@ -71,6 +72,8 @@ def _slo_line(slo: tuple[str, float], largest: float | None) -> str:
     found = "none" if largest is None else f"{largest:g}"
     if metric in PERCENTILES:
         return f"- Largest level with {metric} < {limit:g} s: {found}."
+    if presets.is_preset_name(metric):
+        return f"- Largest level meeting {metric} (each objective at its P99): {found}."
     return f"- Largest level where {limit:.0%} of tasks met every objective ({metric}): {found}."
 
 

@@ -56,6 +56,31 @@ def pair_notes(base: Mapping[str, Any], cand: Mapping[str, Any], force: bool) ->
     return notes
 
 
+def stamp_notes(base: Mapping[str, Any], cand: Mapping[str, Any]) -> list[str]:
+    """A note when the runs' scenario stamps (run --scenario) differ: a VALID run against an
+    INVALID one, or a stamped run against an unstamped one."""
+    stamps = base.get("scenario"), cand.get("scenario")
+    words = [_stamp_word(s) for s in stamps]
+    if words[0] == words[1]:
+        return []
+    failed = [
+        f"the {side}'s: " + ", ".join(r["rule"] for r in s["rules"] if not r["ok"])
+        for side, s in zip(("baseline", "candidate"), stamps, strict=True)
+        if s and not s["valid"]
+    ]
+    return [
+        f"the baseline is {words[0]} and the candidate {words[1]}: a comparison of runs the "
+        "scenario's rules judge differently"
+        + (f" (failed rules, {'; '.join(failed)})" if failed else "")
+    ]
+
+
+def _stamp_word(stamp: Mapping[str, Any] | None) -> str:
+    if not stamp:
+        return "not stamped (no --scenario)"
+    return f"{stamp['name']} {'VALID' if stamp['valid'] else 'INVALID'}"
+
+
 def load_text(meta: Mapping[str, Any]) -> str:
     load = meta.get("load") or {}
     details = ", ".join(f"{k} {v}" for k, v in load.items() if k != "shape" and v is not None)

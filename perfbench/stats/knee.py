@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from perfbench.stats import presets
+
 StopKind = Literal["rate-limit", "errors", "latency", "throughput"]
 USL_MIN_R2 = 0.9  # below it the USL curve misses the measured points: its N* is a guess
 
@@ -35,6 +37,8 @@ class Level:
     throttle_rate: float  # 429s / tasks
     tasks: float = 0.0  # tasks per run (median)
     goodput: float | None = None  # share of tasks meeting every --slo objective (median)
+    # --slo a preset (mlperf:…): every objective met at its percentile, runs pooled
+    preset_met: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -186,9 +190,12 @@ PERCENTILES = ("p50", "p95", "p99", "mean")  # the Level fields a percentile --s
 def slo_max(levels: list[Level], metric: str, limit: float) -> float | None:
     """The largest level whose ``metric`` (p50, p95, p99 or mean) is under ``limit`` seconds;
     or, for goodput objectives (``metric`` is their text), whose share of tasks meeting them
-    reaches ``limit`` (DistServe's SLO attainment; a failed task misses)."""
+    reaches ``limit`` (DistServe's SLO attainment; a failed task misses); for a preset's name,
+    whose every objective held at the preset's percentile (``limit`` unused)."""
     if metric in PERCENTILES:
         ok = [v.level for v in levels if (getattr(v, metric) or math.inf) < limit]
+    elif presets.is_preset_name(metric):  # as MLPerf's search: each objective at its P99
+        ok = [v.level for v in levels if v.preset_met]
     else:
         ok = [v.level for v in levels if v.goodput is not None and v.goodput >= limit]
     return max(ok) if ok else None
@@ -213,7 +220,15 @@ def level_of(level: float, summary: Mapping[str, Any]) -> Level:
         throttle_rate=med("throttle_rate") or 0.0,
         tasks=med("tasks") or 0.0,
         goodput=med("goodput.task_share"),
+        preset_met=_preset_met(summary),
     )
+
+
+def _preset_met(summary: Mapping[str, Any]) -> bool | None:
+    checks = ((summary.get("pooled") or {}).get("overall", {}).get("goodput") or {}).get(
+        "objectives"
+    )
+    return all(c["met"] for c in checks) if checks else None
 
 
 def analyse(

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from perfbench.sample import STATUSES, Sample, Step
+from perfbench.stats import early_stopping
 from perfbench.stats.breakdown import Breakdown
-from perfbench.stats.goodput import Slo, request_figures
+from perfbench.stats.goodput import Slo, percentile_checks, request_figures
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
 
@@ -45,6 +46,7 @@ class Summary(TypedDict, total=False):
     client: dict[str, Any]  # how busy perfbench was (loop lag, CPU, headroom)
     adaptive: dict[str, Any]  # the AIMD limit's history and where it settled
     server_metrics: dict[str, Any]  # run --server-metrics: the server's own gauges over time
+    scenario: dict[str, Any]  # run --scenario: VALID or INVALID by its rules (stats/scenario.py)
 
 
 @dataclass
@@ -344,6 +346,7 @@ class _Group:
             "request_usage_vs_estimate": self.request_usage_ratio.summary(),
             "turn_latency": self.turn_latency.summary(),
             "turn_ttft": self.turn_ttft.summary(),
+            "early_stopping": self.early_stopping(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
             **self.breakdown.finish(),
         }
@@ -359,7 +362,23 @@ class _Group:
             "requests": self.slo_requests,
             "request_share": _per(self.slo_requests, self.requests),
             "request_rate": self.slo_requests / window if window > 0 else None,
+            **({"objectives": self._percentile_checks()} if self.slo.percentile else {}),
         }
+
+    def early_stopping(self) -> Metrics:
+        """MLPerf's early-stopping P90/P95/P99 of the tail figures a verdict rests on."""
+        figures = {
+            "latency": self.latency,
+            "ttft": self.ttft,
+            "request_ttft": self.request_ttft,
+            "tpot": self.tpot,
+        }
+        return {name: early_stopping.tails(h) for name, h in figures.items() if h.count}
+
+    def _percentile_checks(self) -> list[dict[str, Any]]:
+        assert self.slo is not None
+        figures = {"ttft": self.request_ttft, "tpot": self.tpot, "latency": self.latency}
+        return percentile_checks(self.slo, figures)
 
     def histograms(self) -> dict[str, str]:
         named = {

@@ -186,7 +186,12 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
     slo = (meta.get("spec") or {}).get("slo")
-    return summarize(unique_samples(run_dir), timeouts, parse(slo) if slo else None)
+    summary = summarize(unique_samples(run_dir), timeouts, parse(slo) if slo else None)
+    if (meta.get("spec") or {}).get("scenario"):  # run --scenario: its stamp, made again
+        from perfbench.spec import RunSpec
+
+        summary["scenario"] = RunSpec.from_doc(meta["spec"]).stamp(summary)
+    return summary
 
 
 def unique_samples(run_dir: Path) -> Iterator[Sample]:

@@ -106,5 +106,8 @@ def test_the_command_plans_from_stored_runs(tmp_path: Path) -> None:
     assert "Noise from 6 runs in 2 group(s) at --repeat 8." in text
     assert "| P50 latency |" in text and "| mean latency |" in text
     assert "Cheapest: `perfbench run SUITE --runs " in text
+    # MLPerf's sample sizes for tail claims (issue 42), beside the tasks a side has.
+    assert "A side of these runs has 24 tasks." in text
+    assert "| P99 | 662 | 262,742 (±0.05%) | 270,336 |" in " ".join(text.split())
     bad = CliRunner().invoke(app, ["plan", "aa1", "--detect", "x", "--root", str(tmp_path)])
     assert bad.exit_code == 3 and "--detect" in bad.output

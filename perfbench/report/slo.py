@@ -1,0 +1,108 @@
+"""A preset's verdict in words (``--slo mlperf:…``): met or missed, and per objective the
+raw percentile beside its early-stopping estimate, for the console and the report. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perfbench.report.format import seconds
+from perfbench.stats import early_stopping
+
+NAMES = {"ttft": "TTFT", "tpot": "TPOT", "latency": "latency"}
+UNITS = {"ttft": "requests", "tpot": "requests", "latency": "tasks"}
+
+
+def verdict(good: Mapping[str, Any]) -> list[str]:
+    """``SLO mlperf:…: MISSED (TTFT P99 612 ms over 450 ms)`` then one line per objective;
+    nothing when the objectives were not a preset's."""
+    checks = good.get("objectives")
+    if not checks:
+        return []
+    missed = [c for c in checks if not c["met"]]
+    head = f"SLO {good['slo']}: " + (
+        "MISSED (" + "; ".join(_why(c) for c in missed) + ")" if missed else "met"
+    )
+    return [head, *(_objective(c) for c in checks)]
+
+
+def _why(check: Mapping[str, Any]) -> str:
+    name = f"{NAMES[check['metric']]} P{check['percentile']:g}"
+    if check["value"] is None:
+        return f"{name}: no {UNITS[check['metric']]} measured it"
+    return f"{name} {seconds(check['value'])} over {seconds(check['limit'])}"
+
+
+def _objective(check: Mapping[str, Any]) -> str:
+    """``  TTFT P99 612 ms ≤ 450 ms? no · early-stopping P99 (99% confidence): 640 ms``."""
+    pct = f"P{check['percentile']:g}"
+    name = f"{NAMES[check['metric']]} {pct}"
+    mark = "ok" if check["met"] else "MISSED"
+    es = check["early_stopping"]
+    conf = f"{es['confidence']:.0%} confidence"
+    if es["value"] is not None:
+        claim = f"early-stopping {pct} ({conf}): {seconds(es['value'])}"
+    else:
+        claim = (
+            f"early-stopping {pct} ({conf}): none from {check['n']} "
+            f"{UNITS[check['metric']]}, needs {es['needs']:,}{_backs(es)}"
+        )
+    return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
+
+
+# The tail figures a verdict rests on, as summary.json names them, and what one value is.
+TAIL_FIGURES = (("latency", "latency", "tasks"), ("request_ttft", "TTFT", "requests"),
+                ("tpot", "TPOT", "requests"))  # fmt: skip
+
+
+def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]:
+    """One line: each tail figure's raw P99 beside its early-stopping P99, or how many values
+    that estimate needs; nothing for a summary written before estimates were kept."""
+    estimates = scope.get("early_stopping")
+    if not estimates:
+        return []
+    key = f"p{percentile:g}"
+    parts = []
+    for name, label, unit in TAIL_FIGURES:
+        dist = scope.get(name) or {}
+        if name not in estimates or not dist.get("n"):
+            continue
+        claim = estimates[name].get(key)
+        if claim is None:
+            needs = early_stopping.min_count(percentile)
+            backs = _backs(
+                {"claimable": estimates[name].get("claimable"), "claimable_value": dist.get("max")}
+            )
+            parts.append(f"{label} – (needs {needs:,} {unit}, has {dist['n']:,}{backs})")
+        else:
+            parts.append(f"{label} {seconds(claim)} (raw {seconds(dist.get(key))})")
+    if not parts:
+        return []
+    conf = f"{early_stopping.CONFIDENCE:.0%}"
+    return [
+        f"early-stopping P{percentile:g} ({conf} confidence, runs pooled): " + " · ".join(parts)
+    ]
+
+
+def stamp_lines(stamp: Mapping[str, Any] | None) -> list[str]:
+    """``scenario mlperf-server: INVALID``, then each failed rule with what it measured."""
+    if not stamp:
+        return []
+    failed = [r for r in stamp["rules"] if not r["ok"]]
+    head = f"scenario {stamp['name']}: {stamp_word(stamp)}"
+    return [head, *(f"  {r['rule']}: {r['detail']}" for r in failed)]
+
+
+def stamp_word(stamp: Mapping[str, Any] | None) -> str | None:
+    """``VALID``/``INVALID`` (None without a scenario), for a comparison's heading."""
+    if not stamp:
+        return None
+    return "VALID" if stamp["valid"] else "INVALID"
+
+
+def _backs(es: Mapping[str, Any]) -> str:
+    """``; they back P93.5 ≤ 1.20 s``: what a run too small for the estimate can claim."""
+    pct, value = es.get("claimable"), es.get("claimable_value")
+    if pct is None or value is None:
+        return ""
+    return f"; they back P{pct:g} ≤ {seconds(value)}"
