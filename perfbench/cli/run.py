@@ -315,7 +315,10 @@ class Watch(Progress):
         super().started(meta)
 
     def stopping(self) -> None:
-        err.print("Interrupted: stopping; Ctrl-C again to abort at once.")
+        err.print(
+            "Interrupted: stopping; Ctrl-C again to stop waiting for the tasks in flight "
+            "(the run directory is still finalised)."
+        )
 
     def failed(self) -> None:
         """A run that started and then failed on perfbench's own error ends with an event."""

@@ -97,6 +97,7 @@ class Session:
         self._clock = clock
         self.engine = self._engine(clock)
         self.stopped_by: str | None = None
+        self._stopping = False  # stop() was called
         self.scraper: Scraper | None = None  # --server-metrics, made when the run starts
 
     def _engine(self, clock: Clock) -> Runner | Fleet:
@@ -126,7 +127,7 @@ class Session:
     def stop(self, reason: str | None = None) -> None:
         """End the run: tasks in flight are cancelled and recorded as such, and the run ends
         ``interrupted`` (``reason``, e.g. the signal, goes into meta.json ``stopped_by``)."""
-        self.stopped_by = reason
+        self.stopped_by, self._stopping = reason, True
         self.engine.stop()
 
     def planned_tasks(self) -> int:
@@ -172,6 +173,12 @@ class Session:
             raising = False
         except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
             status = "interrupted"
+            raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if self._stopping:  # a second Ctrl-C cut the stop short: still an interrupted run
+                status = "interrupted"
+            else:
+                meta["error"] = reason(exc)
             raise
         except BaseException as exc:  # the reason stays with the run (disk full, a bug…)
             meta["error"] = reason(exc)

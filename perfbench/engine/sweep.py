@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from perfbench import store
 from perfbench.engine.observer import RunObserver
 from perfbench.engine.results import SweepResult
@@ -106,6 +108,10 @@ class Sweep:
             levels = [self.measured[k] for k in sorted(self.measured)]
             findings = self._analyse(levels)
             return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
+        except anyio.get_cancelled_exc_class():
+            if self._stopped:  # a second Ctrl-C cut the stop short: resumable all the same
+                store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
+            raise
         levels = [self.measured[k] for k in sorted(self.measured)]
         findings = self._analyse(levels)
         self._write_findings(path, levels, findings)
