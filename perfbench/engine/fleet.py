@@ -358,8 +358,8 @@ class Fleet:
             match message:
                 case Samples(lines, count):
                     self._samples(lines, count, w.index)
-                case Refused(at, retry_after) if self.aimd is not None:
-                    self.aimd.refused(at, retry_after)
+                case Refused(at, retry_after, window) if self.aimd is not None:
+                    self.aimd.refused(at, retry_after, window)
                     self._limits_may_change()
                 case PassDone(phase, run, scopes, late):
                     self._reports.setdefault((phase, run), []).append(scopes)

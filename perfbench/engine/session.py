@@ -194,10 +194,7 @@ class Session:
                 summary["server_metrics"] = self.scraper.summary()
             aimd = self.engine.aimd
             if aimd is not None:
-                summary["adaptive"] = {
-                    "history": aimd.history,
-                    "converged_limit": aimd.converged(),
-                }
+                summary["adaptive"] = aimd.reading()
             meta["status"] = status
             if isinstance(self.engine, Fleet):
                 self.stopped_by = self.stopped_by or self.engine.lost

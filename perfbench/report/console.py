@@ -21,6 +21,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from perfbench.report.adaptive import adaptive_line
 from perfbench.report.format import dollars, ms, number, seconds
 
 PCTS = ("p50", "p95", "p99")
@@ -274,12 +275,9 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
         )
     lines.extend(_serving(summary["pooled"]["overall"]))
     lines.extend(_server(summary.get("server_metrics")))
-    adaptive = summary.get("adaptive")
-    if adaptive and adaptive.get("converged_limit") is not None:
-        lines.append(
-            f"adaptive: converged limit {adaptive['converged_limit']:.1f} "
-            f"({len(adaptive['history'])} changes)"
-        )
+    adaptive = adaptive_line(summary)
+    if adaptive is not None:
+        lines.append(adaptive)
     return Text("\n".join(lines))
 
 
