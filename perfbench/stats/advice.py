@@ -59,12 +59,31 @@ def _output_length(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Itera
         case, wanted, got = missed[0]
         yield (
             f"{len(missed)} of {len(asked)} cases got another output length than they asked "
-            f"({case}: {wanted} tokens asked, {got:.0f} a model call on average): the "
-            "server did not honour max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s "
-            "compare unequal work. Self-hosted servers (vLLM, SGLang) honour them when given "
-            "as --base-url (only those get min_tokens and ignore_eos); a hosted API stops "
-            "where its answer ends."
+            f"({case}: {wanted} tokens asked, {got:.0f} a model call on average): "
+            f"{_who_ignored(meta)}"
         )
+
+
+def _who_ignored(meta: Mapping[str, Any]) -> str:
+    """Who did not honour the length, named: perfbench's own mock is not "the server"."""
+    target = str(((meta.get("spec") or {}).get("target") or {}).get("target", ""))
+    if target.startswith("mock+http"):
+        return (
+            "perfbench's own mock server did not honour max_tokens/min_tokens/ignore_eos, "
+            "which it should: a bug in perfbench, please report it."
+        )
+    if target == "mock" or target.startswith("mock:"):
+        return (
+            "the in-process mock (-t mock) answers with its profile's output lengths, as a "
+            "hosted API ends where its answer ends, so TPOT and tokens/s compare unequal "
+            "work; -t mock+http honours the length asked."
+        )
+    return (
+        "the server did not honour max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s "
+        "compare unequal work. Self-hosted servers (vLLM, SGLang) honour them when given "
+        "as --base-url (only those get min_tokens and ignore_eos); a hosted API stops "
+        "where its answer ends."
+    )
 
 
 def _per_call(scope: Mapping[str, Any], key: str) -> float | None:
@@ -80,8 +99,11 @@ def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterab
     """A model target asked to stream whose server answered with one JSON body: no TTFT."""
     target = (meta.get("spec") or {}).get("target") or {}
     name = str(target.get("target", ""))
-    if not target.get("stream") or name.startswith(("http+agent", "python:")):
-        return  # not asked to stream, or a whole agent (it has no TTFT to show)
+    if not target.get("stream") or name.startswith(("http+agent", "python:", "cmd:")):
+        # Not asked to stream, or a whole agent: it has no TTFT to show, or (cmd:) it makes
+        # its own requests, and whether they asked to stream is the agent's choice, not
+        # --stream's (an agent that asked not to stream was told its server ignored it).
+        return
     ok = overall.get("ok", 0)
     timed = (overall.get("ttft") or {}).get("n", 0)
     if ok and timed < ok:

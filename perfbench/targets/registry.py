@@ -354,7 +354,7 @@ def _api(name: str, model: str, extras: bool = False) -> ChatApi:
     if name == "responses":
         from perfbench.targets.openai_responses import OpenAIResponses
 
-        return OpenAIResponses(model)
+        return OpenAIResponses(model, extras=extras)
     if name == "completions":
         from perfbench.targets.openai_completions import OpenAICompletions
 
