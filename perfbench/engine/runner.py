@@ -173,7 +173,7 @@ class Runner:
             self.recorder.pass_finished(phase, index)
             return
         if self.on_pass is not None:
-            self.on_pass(phase, index, len(todo))
+            self.on_pass(phase, index, pass_size(self.plan, len(todo)))
         try:
             if isinstance(self.plan.load, Rate):
                 await self._open_loop(self.plan.load, todo, phase, index, base)
@@ -402,6 +402,12 @@ def todo(
         for c in suite.cases
         if (phase, index, c.id, i) not in skip
     ]
+
+
+def pass_size(plan: Plan, todo: int) -> int:
+    """The tasks a pass starts: its ``todo`` (cases × repeat), or an open loop's arrivals (a
+    15 s run at 5/s starts ~75, and its header had said "16 tasks")."""
+    return plan.load.count(todo) if isinstance(plan.load, Rate) else todo
 
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:

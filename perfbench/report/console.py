@@ -270,7 +270,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
         lag = overall.get("schedule_lag.p99", {}).get("median")
         intended = overall["latency_intended.p95"]["median"]
         lines.append(
-            f"open loop: P95 from intended start {seconds(intended)}"
+            f"open loop: {_offered(meta, overall)}P95 from intended start {seconds(intended)}"
             f" · scheduler lag P99 {seconds(lag)}"
         )
     lines.extend(_serving(summary["pooled"]["overall"]))
@@ -279,6 +279,19 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     if adaptive is not None:
         lines.append(adaptive)
     return Text("\n".join(lines))
+
+
+def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
+    """Offered against achieved: what k6 and GuideLLM users read first in an open loop (a
+    trace's rate is its mean: its arrivals over its span)."""
+    offered = (meta.get("load") or {}).get("per_second")
+    achieved = (overall.get("throughput") or {}).get("median")
+    if not offered or achieved is None:
+        return ""
+    return (
+        f"offered {offered:.2f} tasks/s, achieved {achieved:.2f} completed "
+        f"({achieved / offered:.0%}) · "
+    )
 
 
 def _serving(pooled: Mapping[str, Any]) -> list[str]:

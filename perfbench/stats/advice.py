@@ -30,7 +30,7 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
             "more to mean much. Use --runs 5 (the default) for release comparisons."
         )
     notes.extend(_failures(runs))
-    notes.extend(_open_loop(runs))
+    notes.extend(_open_loop(runs, meta))
     notes.extend(_tail_resolution(summary))
     notes.extend(_spread(summary))
     notes.extend(_first_run(runs))
@@ -150,18 +150,26 @@ def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
         )
 
 
-def _open_loop(runs: list[Mapping[str, Any]]) -> Iterable[str]:
+def _open_loop(runs: list[Mapping[str, Any]], meta: Mapping[str, Any]) -> Iterable[str]:
     late = sum(r["overall"].get("late", 0) for r in runs)
     dropped = sum(r["overall"].get("dropped", 0) for r in runs)
+    # A trace run has no --rate: its arrivals are the trace's.
+    traced = bool((meta.get("load") or {}).get("trace"))
     if late:
+        fix = (
+            "Add --workers, or replay fewer arrivals (a shorter trace)"
+            if traced
+            else "Lower --rate or add --workers"
+        )
         yield (
             f"{late} open-loop task(s) started more than 2 ms after their schedule: the client "
-            "could not keep up. Lower --rate, or see the scheduler lag in summary.json."
+            f"could not keep up. {fix}, or see the scheduler lag in summary.json."
         )
     if dropped:
         yield (
             f"{dropped} open-loop task(s) were dropped at --max-in-flight: the target could not "
-            "keep up with --rate. Their count is the finding; raise the cap to see queueing."
+            f"keep up with {'the trace' if traced else '--rate'}. Their count is the finding; "
+            "raise the cap to see queueing."
         )
 
 
