@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfbench.report.adaptive import adaptive_line
-from perfbench.report.format import dollars, ms, number, seconds
+from perfbench.report.format import THIN, THIN_NOTE, dollars, ms, number, seconds, thin
 
 PCTS = ("p50", "p95", "p99")
 Cell = str | Text
@@ -112,7 +112,8 @@ def _dist(metrics: Mapping[str, Any], name: str, key: str) -> float | None:
 
 
 def _latency_cells(m: Mapping[str, Any]) -> list[str]:
-    cells = [ms(_dist(m, "latency", p)) for p in PCTS]
+    n = _dist(m, "latency", "n")
+    cells = [ms(_dist(m, "latency", p)) + (THIN if thin(n, p) else "") for p in PCTS]
     cells += [ms(_dist(m, "latency", "stddev")), ms(_dist(m, "ttft", "p50"))]
     return cells
 
@@ -135,13 +136,20 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
             table.add_row(case["id"], case["language"], str(case["tools"]), *_row_tail(m))
     table.add_section()
     table.add_row(Text("all", style="bold"), "", "", *_row_tail(pooled["overall"]))
+    _thin_note(table)
     return table
+
+
+def _thin_note(table: Grid) -> None:
+    if any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str)):
+        table.caption = THIN_NOTE
 
 
 def language_table(summary: Mapping[str, Any]) -> Grid:
     table = Grid("Per language, runs pooled (ms)", ["lang"], [*FIGURES, "tok in"])
     for lang, m in summary["pooled"]["languages"].items():
         table.add_row(lang, *_row_tail(m), _tokens(m, "tokens_in"))
+    _thin_note(table)
     _estimate_note(table, summary["pooled"]["languages"].values())
     return table
 
@@ -161,7 +169,8 @@ def _dollars(m: Mapping[str, Any], key: str) -> str:
 
 def _estimate_note(table: Grid, scopes: Iterable[Mapping[str, Any]]) -> None:
     if any(m.get("tokens_estimated") for m in scopes):
-        table.caption = "(est.): the API reported no usage; tokens counted offline, a proxy"
+        note = "(est.): the API reported no usage; tokens counted offline, a proxy"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
 
 
 def cost_table(

@@ -11,7 +11,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
-from perfbench.report.format import TITLES, change, number, p_value, quantity, spread, table
+from perfbench.report.format import (
+    THIN,
+    THIN_NOTE,
+    TITLES,
+    change,
+    number,
+    p_value,
+    quantity,
+    spread,
+    table,
+    thin,
+)
 from perfbench.stats.advice import advise
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
@@ -375,12 +386,15 @@ def _case_table(runs: Sequence[RunView]) -> str:
     for case in cases:
         cells = [f"`{case}`"]
         for v in runs:
-            for path in ("latency.p50", "latency.p95"):
-                entry = v.summary["across_runs"]["cases"].get(case, {}).get(path)
-                cells.append(spread(_spread_of(entry), "s"))
+            figures = v.summary["across_runs"]["cases"].get(case, {})
+            tasks = (figures.get("tasks") or {}).get("min")  # a run's, the fewest
+            for key in ("p50", "p95"):
+                shown = spread(_spread_of(figures.get(f"latency.{key}")), "s")
+                cells.append(shown + (THIN if thin(tasks, key) else ""))
         rows.append(cells)
     header = ["Case", *(f"{v.name} {p}" for v in runs for p in ("P50", "P95"))]
-    return table(header, rows, right=range(1, len(header)))
+    text = table(header, rows, right=range(1, len(header)))
+    return text + (f"\n\n{THIN_NOTE}" if any(THIN in c for r in rows for c in r[1:]) else "")
 
 
 def _timeline_table(runs: Sequence[RunView]) -> str:
