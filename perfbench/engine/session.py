@@ -161,11 +161,14 @@ class Session:
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
         raising = True  # until the engine returns: then a failed write is the error to report
+        refused = False  # the pre-flight check refused the target: nothing was measured
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
                 if self.spec.target.preflight:  # a target that is down fails the run now
+                    refused = True
                     await self.target.preflight()
+                    refused = False
                 self.pricer.prepare(self.price_ref)  # before the first task, not in it
                 outcome = await self._measure(run_dir)
             status = "interrupted" if outcome.interrupted else "completed"
@@ -182,6 +185,8 @@ class Session:
             raise
         except BaseException as exc:  # the reason stays with the run (disk full, a bug…)
             meta["error"] = reason(exc)
+            if refused:  # `perfbench list` shows it as such, not as a failed measurement
+                status = "refused"
             raise
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
