@@ -205,6 +205,8 @@ class Session:
                 self.stopped_by = self.stopped_by or self.engine.lost
                 if self.engine.nodes:
                     meta["nodes"] = self.engine.nodes  # where each Ray actor ran
+                    if "ray" in meta:
+                        meta["ray"]["nodes"] = len(set(self.engine.nodes))
             if status == "interrupted" and self.stopped_by:
                 meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -332,6 +334,12 @@ class Session:
             "packages": host.package_versions(),
             "host": host.fingerprint(),
             "headline": None,
+            # --ray: said where the run is described (nodes filled in once the actors run).
+            **(
+                {"ray": {"address": self.plan.ray, "actors": self.plan.workers}}
+                if self.plan.ray
+                else {}
+            ),
         }
 
 

@@ -259,7 +259,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     suite = meta["suite"]
     lines = [
         f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, digest "
-        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}"
+        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}" + _engine(meta)
     ]
     overall = summary["across_runs"]["overall"]
     parts = []
@@ -288,6 +288,17 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     if adaptive is not None:
         lines.append(adaptive)
     return Text("\n".join(lines))
+
+
+def _engine(meta: Mapping[str, Any]) -> str:
+    """Where the load came from, when not this one process: Ray actors, worker processes."""
+    ray = meta.get("ray")
+    if ray:
+        nodes = ray.get("nodes")
+        where = f" on {nodes} node{'s' if nodes != 1 else ''}" if nodes else ""
+        return f" · Ray ({ray.get('address')}): {ray.get('actors')} actors{where}"
+    workers = (meta.get("plan") or {}).get("workers") or 1
+    return f" · {workers} worker processes" if workers > 1 else ""
 
 
 def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
