@@ -120,7 +120,9 @@ class Sweep:
 
     def _analyse(self, levels: list[Level]) -> dict[str, Any]:
         plan = self.plan
-        return analyse(levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds)
+        return analyse(
+            levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds, rule=plan.rule
+        )
 
     def _write_findings(self, path: Path, levels: list[Level], findings: dict[str, Any]) -> None:
         """sweep.json, sweep.md and the chart. A failed write leaves sweep-plan.json

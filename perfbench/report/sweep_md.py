@@ -112,7 +112,7 @@ def _knee_figure(findings: Mapping[str, Any]) -> str:
     text = f"{at_knee:.2f} tasks/s at the knee"
     more = findings.get("beyond_knee")
     if more:
-        retried = ", its 429s retried" if findings.get("knee_kind") == "rate-limit" else ""
+        retried = ", its 429s retried" if more.get("throttle_rate") else ""
         text += (
             f"; {more['level']:g} completed more ({more['throughput']:.2f} tasks/s{retried}): "
             "throughput had not stopped growing"
