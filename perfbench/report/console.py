@@ -234,7 +234,8 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
         table.add_row(
             str(r["run"] + 1),
             f"{m['ok']}/{m['tasks']}",
-            *(ms(_dist(m, "latency", p)) for p in (*PCTS, "mean")),
+            *_latency_cells(m)[:3],
+            ms(_dist(m, "latency", "mean")),
             number(m.get("throughput"), 2),
             number(m.get("output_tokens_per_s"), 0),
         )
@@ -243,14 +244,17 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     def med(key: str) -> float | None:
         return across[key]["median"] if key in across else None
 
+    fewest = min((_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"]), default=0)
     table.add_section()
     table.add_row(
         Text("median", style="bold"),
         "",
-        *(ms(med(f"latency.{p}")) for p in (*PCTS, "mean")),
+        *(ms(med(f"latency.{p}")) + (THIN if thin(fewest, p) else "") for p in PCTS),
+        ms(med("latency.mean")),
         number(med("throughput"), 2),
         number(med("output_tokens_per_s"), 0),
     )
+    _thin_note(table)
     return table
 
 
