@@ -23,6 +23,7 @@ from rich.text import Text
 
 from perfbench.report.adaptive import adaptive_line
 from perfbench.report.format import THIN, THIN_NOTE, dollars, ms, number, seconds, thin
+from perfbench.stats.advice import ITL_CAVEAT, gaps_merged
 
 PCTS = ("p50", "p95", "p99")
 Cell = str | Text
@@ -371,10 +372,15 @@ def serving_table(summary: Mapping[str, Any]) -> Grid | None:
         ["figure", "per"],
         ["n", "P50", "P90", "P95", "P99", "P99.9", "mean"],
     )
+    caveat = f" ({ITL_CAVEAT})" if gaps_merged(summary) else ""
     for key, name, per in rows:
         m = pooled[key]
         table.add_row(
-            name, per, number(m["n"], 0), *(ms(m.get(p)) for p in SERVING_PCTS), ms(m["mean"])
+            name + (caveat if key.startswith("itl") else ""),
+            per,
+            number(m["n"], 0),
+            *(ms(m.get(p)) for p in SERVING_PCTS),
+            ms(m["mean"]),
         )
     return table
 

@@ -23,7 +23,7 @@ from perfbench.report.format import (
     table,
     thin,
 )
-from perfbench.stats.advice import advise
+from perfbench.stats.advice import ITL_CAVEAT, advise, gaps_merged
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
 
@@ -308,8 +308,14 @@ def _distribution(
     if kind not in figures:
         return []
     what = f"{TITLES_BY_KIND[kind]} by percentile, per run"
+    if kind.startswith("itl") and any(gaps_merged(v.summary) for v in runs):
+        title += f" ({ITL_CAVEAT} in {_lagged(runs)})"
     table_text = _percentile_table(runs, kind)
     return [*_section(title, table_text), *_chart(figures, kind, what, CAPTIONS[kind])]
+
+
+def _lagged(runs: Sequence[RunView]) -> str:
+    return ", ".join(v.name for v in runs if gaps_merged(v.summary))
 
 
 TITLES_BY_KIND = {

@@ -47,6 +47,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from perfbench.stats import power
+from perfbench.stats.advice import gaps_merged
 
 Better = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
@@ -209,6 +210,7 @@ class Comparison:
     alpha: float
     runs: tuple[int, int]
     warnings: list[str] = field(default_factory=list)
+    gaps_merged: bool = False  # a side's client lagged: its ITL rows need their caveat
 
     @property
     def regressions(self) -> list[Row]:
@@ -261,6 +263,7 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
             *_thin_percentiles(rows, rules),
             *_mixed_cases(base_runs, rules),
         ],
+        gaps_merged=gaps_merged(baseline) or gaps_merged(candidate),
     )
 
 
