@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -162,26 +163,68 @@ async def _plain(work: _Stoppable, observer: RunObserver) -> Any:
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TOGETHER_S = 0.5  # signals this close are one interrupt (`timeout -s INT` sends two at once)
+
+
+class Hurried(KeyboardInterrupt):
+    """A second, later signal cut a stopping run short: its run directory is finalised
+    (``interrupted``), its tables are not printed. ``signum``: the signal that did it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class Interrupts:
+    """What each stop signal means, from when it came (pure: the watcher feeds it).
+
+    The first stops the work cleanly. One within ``TOGETHER_S`` of it is the same interrupt
+    sent twice: `timeout -s INT` signals its child, then the child's group, and a second
+    Ctrl-C 30 ms after the first had aborted the run with nothing written. A later one is a
+    user who will not wait: stop waiting for what is in flight, and still finalise."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+
+    def meaning(self, at: float) -> str:
+        """``stop``, ``same`` (ignore it) or ``hurry``."""
+        if self.first is None:
+            self.first = at
+            return "stop"
+        return "same" if at - self.first < TOGETHER_S else "hurry"
 
 
 async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
     """The first Ctrl-C, or a SIGTERM (``timeout``, a CI job cancelled), stops the work
-    cleanly: what was measured is kept and the run ends ``interrupted``. A second signal of
-    either kind ends the process at once."""
+    cleanly: what was measured is kept and the run ends ``interrupted``. A second, later
+    signal of either kind cancels what the stop still waits for (tasks, a target's close,
+    workers), finalises the run directory all the same and raises ``Hurried``; a third ends
+    the process at once."""
+    hurry = anyio.CancelScope()
+    hurried: list[int] = []
     async with anyio.create_task_group() as tg:
 
         async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            interrupts = Interrupts()
             with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 task_status.started()
                 async for received in signals:
-                    observer.stopping()
-                    work.stop(signal.Signals(received).name)
-                    for each in STOP_SIGNALS:
-                        signal.signal(each, signal.SIG_DFL)
-                    signal.signal(signal.SIGINT, signal.default_int_handler)
-                    return
+                    meaning = interrupts.meaning(time.monotonic())
+                    if meaning == "stop":
+                        observer.stopping()
+                        work.stop(signal.Signals(received).name)
+                    elif meaning == "hurry":
+                        hurried.append(received)
+                        hurry.cancel()
+                        for each in STOP_SIGNALS:  # a third signal ends the process at once
+                            signal.signal(each, signal.SIG_DFL)
+                        return
 
         await tg.start(watch)  # the handler is in place before the first task can start
-        result = await work.run()
+        result = None
+        with hurry:
+            result = await work.run()
         tg.cancel_scope.cancel()
+    if hurry.cancelled_caught:
+        raise Hurried(hurried[0])
     return result

@@ -257,6 +257,14 @@ class LiveView:
         self._last_plain = -plain_every
 
     def started(self, meta: dict[str, Any], snap: Snapshot) -> None:
+        ray = meta.get("ray")
+        if ray:  # starting actors takes a while: say what is starting
+            self.console.print(
+                f"Ray ({ray.get('address')}): starting {ray.get('actors')} actors",
+                style="dim",
+                highlight=False,
+                markup=False,
+            )
         if self.console.is_terminal:
             self._live = Live(
                 self._line(snap), console=self.console, refresh_per_second=4, transient=True

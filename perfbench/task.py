@@ -56,7 +56,7 @@ class Task:
     throttled: int = 0
     retry_after: float | None = None
     # Told of each 429 answer as it arrives (the engine's adaptive controller), not at the end.
-    on_refusal: Callable[[float, float | None], None] | None = None
+    on_refusal: Callable[[float, float | None, bool], None] | None = None
     told: int = 0  # 429s on_refusal was told of
     turn: int | None = None  # a multi-turn case: the turn being run, stamped on its steps
     _open: Step | None = None  # the step in progress, closed by a failed sample
@@ -79,14 +79,15 @@ class Task:
         """Seconds until the case's ``timeout_s`` ends this task."""
         return self.case.timeout_s - (self.now() - self.start)
 
-    def refused(self, retry_after: float | None) -> None:
+    def refused(self, retry_after: float | None, window: bool = False) -> None:
         """A 429 answer arrived, asking to wait ``retry_after`` seconds (None: it did not say):
-        counted on the task, and told to the engine now, whether or not a retry follows."""
+        counted on the task, and told to the engine now, whether or not a retry follows.
+        ``window``: the answer said a per-minute budget (requests, tokens) was spent."""
         self.throttled += 1
         self.retry_after = retry_after
         if self.on_refusal is not None:
             self.told += 1
-            self.on_refusal(self.now(), retry_after)
+            self.on_refusal(self.now(), retry_after, window)
 
     def rng(self, stream: str = "") -> random.Random:
         """A generator derived from (seed, case, phase, run, iteration, stream) alone, so the same

@@ -41,8 +41,10 @@ def main() -> NoReturn:
         _end_at_once_on_signals()  # from here to the process's end (atexit hooks) too
         if not _by_ctrl_c(stop):
             raise
-        _say(signal.SIGINT)
-        code = stop.code if isinstance(stop, SystemExit) else 128 + signal.SIGINT
+        signum = _signal_of(stop)
+        _say(signum)
+        by_typer = isinstance(stop, SystemExit) and signum == signal.SIGINT
+        code = stop.code if isinstance(stop, SystemExit) and by_typer else 128 + signum
     _end_at_once_on_signals()
     sys.exit(code)
 
@@ -68,6 +70,20 @@ def _say(signum: int) -> None:
     # write to sys.stderr, which would refuse a reentrant one.
     with contextlib.suppress(OSError):
         os.write(2, f"perfbench: {_STOPPED[signal.Signals(signum)]}\n".encode())
+
+
+def _signal_of(exc: BaseException) -> int:
+    """The signal that stopped the command: a SIGTERM that cut a stopping run short
+    (``api.Hurried``) exits 143, as the first SIGTERM's clean stop does; else SIGINT."""
+    found: BaseException | None = exc
+    for _ in range(8):  # typer's exit keeps the interrupt in its context
+        if found is None:
+            break
+        signum = getattr(found, "signum", None)
+        if isinstance(found, KeyboardInterrupt) and isinstance(signum, int):
+            return signum
+        found = found.__cause__ or found.__context__
+    return signal.SIGINT
 
 
 def _by_ctrl_c(exc: BaseException) -> bool:

@@ -113,7 +113,7 @@ PASSES = (
           help="Run the workers as Ray actors, one CPU each, spread over a cluster: local (a "
           "Ray instance started for the run, on 127.0.0.1), auto (the cluster this machine "
           "is in: RAY_ADDRESS or a `ray start` head) or the head's address (host:port). "
-          "--workers says how many. Needs the extra: pip install 'perfbench-llm[ray]'. "
+          "--workers says how many. Needs the extra: pip install 'perfbench-llm\\[ray]'. "
           "docs/distributed.md."),
     _flag("ramp_up", "auto", str, panel=_P,
           help="Closed loop: seconds over which the concurrency's task slots start, evenly. "

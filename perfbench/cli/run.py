@@ -310,6 +310,14 @@ def _report(result: RunResult, code: ExitCode, console: Console) -> None:
     if "runs_auto" in result.meta:
         console.print(auto.line(result.meta["runs_auto"]), highlight=False)
     console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+    if result.interrupted and result.run_dir is not None:
+        console.print(
+            f"Stopped: continue with perfbench run --resume {result.run_dir}",
+            highlight=False,
+            markup=False,
+            emoji=False,
+            soft_wrap=True,  # a command to copy: never broken over lines
+        )
     if code == ExitCode.ERRORS:
         console.print(
             f"[red]error:[/] {error_rate(result):.0%} of the measured tasks failed (more than "
@@ -340,7 +348,10 @@ class Watch(Progress):
         super().started(meta)
 
     def stopping(self) -> None:
-        err.print("Interrupted: stopping; Ctrl-C again to abort at once.")
+        err.print(
+            "Interrupted: stopping; Ctrl-C again to stop waiting for the tasks in flight "
+            "(the run directory is still finalised)."
+        )
 
     def failed(self) -> None:
         """A run that started and then failed on perfbench's own error ends with an event."""

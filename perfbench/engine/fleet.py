@@ -64,7 +64,7 @@ from perfbench.engine.messages import (
     Stop,
 )
 from perfbench.engine.resume import Resume
-from perfbench.engine.runner import Outcome, PassHook, todo
+from perfbench.engine.runner import Outcome, PassHook, pass_size, todo
 from perfbench.engine.share import Share
 from perfbench.errors import WorkerError
 from perfbench.load import Adaptive
@@ -359,8 +359,8 @@ class Fleet:
             match message:
                 case Samples(lines, count):
                     self._samples(lines, count, w.index)
-                case Refused(at, retry_after) if self.aimd is not None:
-                    self.aimd.refused(at, retry_after)
+                case Refused(at, retry_after, window) if self.aimd is not None:
+                    self.aimd.refused(at, retry_after, window)
                     self._limits_may_change()
                 case PassDone(phase, run, scopes, late):
                     self._reports.setdefault((phase, run), []).append(scopes)
@@ -451,7 +451,8 @@ class Fleet:
                 return
             key = (phase, index)
             if self.on_pass is not None and key not in self.resume.whole_passes:
-                count = len(todo(self.suite, self.plan, self.resume.done, phase, index))
+                tasks = len(todo(self.suite, self.plan, self.resume.done, phase, index))
+                count = pass_size(self.plan, tasks) if tasks else 0
                 if count:
                     self.on_pass(phase, index, count)
             start = time.monotonic() + 0.01  # every worker gets its go before this moment

@@ -71,6 +71,7 @@ class Refused:
 
     at: float
     retry_after: float | None
+    window: bool = False  # the 429 said a per-minute budget was spent
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,8 @@ PassHook = Callable[[Phase, int, int], None]
 # Called at the start of every pass (worker processes wait here for the parent's go); returns
 # the pass's start time on the runner's clock, shared by every worker's open-loop schedule.
 PassGate = Callable[[Phase, int], Awaitable[float | None]]
-Refusals = Callable[[float, float | None], None]  # a 429 at (run time), asking (s) or None
+# A 429 at (run time), asking (s) or None, and whether it said a per-minute budget was spent.
+Refusals = Callable[[float, float | None, bool], None]
 
 
 class Runner:
@@ -173,7 +174,7 @@ class Runner:
             self.recorder.pass_finished(phase, index)
             return
         if self.on_pass is not None:
-            self.on_pass(phase, index, len(todo))
+            self.on_pass(phase, index, pass_size(self.plan, len(todo)))
         try:
             if isinstance(self.plan.load, Rate):
                 await self._open_loop(self.plan.load, todo, phase, index, base)
@@ -356,14 +357,14 @@ class Runner:
         if self.follower:  # the parent's controller decides; tell it of 429s not yet told
             if self._refusals is not None:
                 for _ in range(sample.throttled - task.told):
-                    self._refusals(sample.end, sample.retry_after)
+                    self._refusals(sample.end, sample.retry_after, False)
             return
         self._limit(self.aimd.observe(sample, heard=task.told))
 
-    def _refused(self, at: float, retry_after: float | None) -> None:
+    def _refused(self, at: float, retry_after: float | None, window: bool) -> None:
         """A 429 arrived in one of this runner's tasks (the leader's AIMD hears it now)."""
         assert self.aimd is not None
-        self._limit(self.aimd.refused(at, retry_after))
+        self._limit(self.aimd.refused(at, retry_after, window))
 
     def _limit(self, limit: int) -> None:
         if self._limiter is not None:
@@ -402,6 +403,12 @@ def todo(
         for c in suite.cases
         if (phase, index, c.id, i) not in skip
     ]
+
+
+def pass_size(plan: Plan, todo: int) -> int:
+    """The tasks a pass starts: its ``todo`` (cases × repeat), or an open loop's arrivals (a
+    15 s run at 5/s starts ~75, and its header had said "16 tasks")."""
+    return plan.load.count(todo) if isinstance(plan.load, Rate) else todo
 
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:

@@ -97,6 +97,7 @@ class Session:
         self._clock = clock
         self.engine = self._engine(clock)
         self.stopped_by: str | None = None
+        self._stopping = False  # stop() was called
         self.scraper: Scraper | None = None  # --server-metrics, made when the run starts
 
     def _engine(self, clock: Clock) -> Runner | Fleet:
@@ -127,7 +128,7 @@ class Session:
     def stop(self, reason: str | None = None) -> None:
         """End the run: tasks in flight are cancelled and recorded as such, and the run ends
         ``interrupted`` (``reason``, e.g. the signal, goes into meta.json ``stopped_by``)."""
-        self.stopped_by = reason
+        self.stopped_by, self._stopping = reason, True
         self.engine.stop()
 
     def planned_tasks(self) -> int:
@@ -161,11 +162,14 @@ class Session:
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
         raising = True  # until the engine returns: then a failed write is the error to report
+        refused = False  # the pre-flight check refused the target: nothing was measured
         try:
             async with AsyncExitStack() as stack:
                 await open_target(self.target, stack)
                 if self.spec.target.preflight:  # a target that is down fails the run now
+                    refused = True
                     await self.target.preflight()
+                    refused = False
                 self.pricer.prepare(self.price_ref)  # before the first task, not in it
                 outcome = await self._measure(run_dir)
             status = "interrupted" if outcome.interrupted else "completed"
@@ -174,8 +178,16 @@ class Session:
         except KeyboardInterrupt:  # a Ctrl-C that reached Python's own handler
             status = "interrupted"
             raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if self._stopping:  # a second Ctrl-C cut the stop short: still an interrupted run
+                status = "interrupted"
+            else:
+                meta["error"] = reason(exc)
+            raise
         except BaseException as exc:  # the reason stays with the run (disk full, a bug…)
             meta["error"] = reason(exc)
+            if refused:  # `perfbench list` shows it as such, not as a failed measurement
+                status = "refused"
             raise
         finally:
             # Runs on success, Ctrl-C and crashes alike: what was measured is summarised.
@@ -190,15 +202,14 @@ class Session:
                 summary["server_metrics"] = self.scraper.summary()
             aimd = self.engine.aimd
             if aimd is not None:
-                summary["adaptive"] = {
-                    "history": aimd.history,
-                    "converged_limit": aimd.converged(),
-                }
+                summary["adaptive"] = aimd.reading()
             meta["status"] = status
             if isinstance(self.engine, Fleet):
                 self.stopped_by = self.stopped_by or self.engine.lost
                 if self.engine.nodes:
                     meta["nodes"] = self.engine.nodes  # where each Ray actor ran
+                    if "ray" in meta:
+                        meta["ray"]["nodes"] = len(set(self.engine.nodes))
             if status == "interrupted" and self.stopped_by:
                 meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -326,6 +337,12 @@ class Session:
             "packages": host.package_versions(),
             "host": host.fingerprint(),
             "headline": None,
+            # --ray: said where the run is described (nodes filled in once the actors run).
+            **(
+                {"ray": {"address": self.plan.ray, "actors": self.plan.workers}}
+                if self.plan.ray
+                else {}
+            ),
         }
 
 

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from perfbench import store
 from perfbench.engine.observer import RunObserver
 from perfbench.engine.results import SweepResult
@@ -106,6 +108,10 @@ class Sweep:
             levels = [self.measured[k] for k in sorted(self.measured)]
             findings = self._analyse(levels)
             return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
+        except anyio.get_cancelled_exc_class():
+            if self._stopped:  # a second Ctrl-C cut the stop short: resumable all the same
+                store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
+            raise
         levels = [self.measured[k] for k in sorted(self.measured)]
         findings = self._analyse(levels)
         self._write_findings(path, levels, findings)
@@ -114,7 +120,9 @@ class Sweep:
 
     def _analyse(self, levels: list[Level]) -> dict[str, Any]:
         plan = self.plan
-        return analyse(levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds)
+        return analyse(
+            levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds, rule=plan.rule
+        )
 
     def _write_findings(self, path: Path, levels: list[Level], findings: dict[str, Any]) -> None:
         """sweep.json, sweep.md and the chart. A failed write leaves sweep-plan.json

@@ -229,7 +229,7 @@ async def _work(start: Start, link: _Link) -> None:
         origin=origin,
         go=link.go,
         follower=isinstance(plan.load, Adaptive),  # the parent's controller sets the limit
-        refusals=lambda at, retry_after: link.post(Refused(at, retry_after)),
+        refusals=lambda at, wait, window: link.post(Refused(at, wait, window)),
     )
 
     async with anyio.create_task_group() as tg:

@@ -23,6 +23,16 @@ from perfbench.load import Adaptive
 from perfbench.sample import Sample
 
 MAX_HOLD_S = 60.0  # the longest Retry-After held by default: the SDKs' and --max-retry-wait's
+# "Converged" is a rule, not a mean: the last CONVERGED_EPISODES rate-limit episodes began at
+# limits within CONVERGED_SPREAD of each other (or 1). One episode averaged over slow start
+# had read "converged limit 21.4" against a gateway admitting 60 requests a minute.
+CONVERGED_EPISODES = 3
+CONVERGED_SPREAD = 0.25
+# A window (requests or tokens per minute) refuses whatever the concurrency until it passes.
+# Known when the 429s say a per-minute budget is spent (x-ratelimit-remaining-*: 0) in most
+# episodes, or when 429s came with one task in flight (WINDOW_EPISODES times after the first
+# episode, so that tasks of a higher limit were gone): no concurrency limit refuses that.
+WINDOW_EPISODES = 2
 
 
 @dataclass
@@ -32,6 +42,9 @@ class Aimd:
     limit: int = 0
     slow_start: bool = True
     history: list[tuple[float, int]] = field(default_factory=list)  # (time, new limit)
+    episodes: list[tuple[float, int]] = field(default_factory=list)  # (time, limit refused at)
+    window_episodes: int = 0  # episodes whose 429s said a per-minute budget was spent
+    _window_said: bool = False  # the episode running now's did
     _since: float = float("-inf")  # tasks started before this ran under an older limit
     _hold_until: float = float("-inf")
     _clean: int = 0
@@ -40,12 +53,18 @@ class Aimd:
         self.limit = max(1, min(self.shape.start, self.shape.maximum))
         self.history.append((0.0, self.limit))  # sample times count from the run's start
 
-    def refused(self, now: float, retry_after: float | None) -> int:
-        """A 429 answer arrived at ``now`` (run time), asking to wait ``retry_after``."""
+    def refused(self, now: float, retry_after: float | None, window: bool = False) -> int:
+        """A 429 answer arrived at ``now`` (run time), asking to wait ``retry_after``;
+        ``window``: it said a per-minute budget was spent."""
         if now >= self._hold_until:  # a new episode
+            self.episodes.append((now, self.limit))
+            self._window_said = False
             self._set(max(1, math.floor(self.limit * self.shape.decrease)), now)
             self.slow_start = False
             self._hold_until = now + self.shape.cooldown_s
+        if window and not self._window_said:
+            self._window_said = True
+            self.window_episodes += 1
         # NaN and negatives: no wait asked; past max_wait_s: refused, as the task refuses it.
         if retry_after and 0 < retry_after <= self.max_wait_s:
             self._hold_until = max(self._hold_until, now + retry_after)
@@ -85,6 +104,28 @@ class Aimd:
             self.history.append((now, limit))
 
     def converged(self) -> float | None:
+        """The converged limit (the time-weighted mean over the history's second half), or
+        None until the rule holds (``CONVERGED_EPISODES``) or when the limit is a window."""
+        if self.window() is not None or not self._bounded():
+            return None
+        return self.mean_limit()
+
+    def _bounded(self) -> bool:
+        peaks = [limit for _, limit in self.episodes[-CONVERGED_EPISODES:]]
+        if len(peaks) < CONVERGED_EPISODES:
+            return False
+        return max(peaks) - min(peaks) <= max(1.0, CONVERGED_SPREAD * max(peaks))
+
+    def window(self) -> str | None:
+        """How the server showed it limits a rate over a window, not a concurrency (see
+        ``WINDOW_EPISODES``): ``budget`` (its 429s said so) or ``one in flight``; None."""
+        if self.episodes and self.window_episodes * 2 > len(self.episodes):
+            return "budget"
+        if sum(1 for _, limit in self.episodes[1:] if limit <= 1) >= WINDOW_EPISODES:
+            return "one in flight"
+        return None
+
+    def mean_limit(self) -> float | None:
         """The time-weighted mean limit over the second half of the history's span."""
         if len(self.history) < 2:
             return float(self.limit) if self.history else None
@@ -97,3 +138,14 @@ class Aimd:
                 total += limit * (hi - lo)
                 weight += hi - lo
         return total / weight if weight else float(self.history[-1][1])
+
+    def reading(self) -> dict[str, object]:
+        """summary.json's ``adaptive``: the history, and what it amounts to."""
+        return {
+            "history": self.history,
+            "episodes": len(self.episodes),
+            "episode_limits": [limit for _, limit in self.episodes],
+            "window": self.window(),
+            "converged_limit": self.converged(),
+            "mean_limit": self.mean_limit(),
+        }

@@ -58,7 +58,7 @@ def parse(body: Any, key: str, case: str | None) -> Turn:
         forced_tool=forced,
         parallel=body.get("parallel_tool_calls") is not False,
         schema=_schema(body.get("response_format")),
-        min_tokens=_int(body.get("min_tokens")),
+        min_tokens=whole(body.get("min_tokens")),
         ignore_eos=body.get("ignore_eos") is True,
     )
 
@@ -106,7 +106,7 @@ def _schema(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def _int(value: Any) -> int | None:
+def whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from perfbench.mock.openai_api import tool_choice
+from perfbench.mock.openai_api import tool_choice, whole
 from perfbench.mock.simulator import Call, Reply, ToolSpec, Turn
 from perfbench.mock.wire import ApiError, Frames, function_tool, text_parts
 
@@ -52,7 +52,7 @@ def parse(body: Any, key: str, case: str | None, context: Context = Context()) -
         messages=tuple(texts),
         tools=tools,
         tool_results=tool_results,
-        max_tokens=limit if isinstance(limit, int) and not isinstance(limit, bool) else None,
+        max_tokens=whole(limit),
         key=key,
         case=case,
         tool_choice=choice,
@@ -60,6 +60,8 @@ def parse(body: Any, key: str, case: str | None, context: Context = Context()) -
         parallel=body.get("parallel_tool_calls") is not False,
         schema=_schema(body.get("text")),
         context_tokens=context.tokens,
+        min_tokens=whole(body.get("min_tokens")),  # serving engines' fields, as chat's
+        ignore_eos=body.get("ignore_eos") is True,
     )
 
 

@@ -28,7 +28,7 @@ from perfbench.proxy.upstream import Endpoint
 from perfbench.sample import status_of
 from perfbench.targets.agent_loop import estimate_tokens, record_details
 from perfbench.targets.chat import ChatApi, ModelReply
-from perfbench.targets.retry import server_wait
+from perfbench.targets.retry import server_wait, window_spent
 from perfbench.task import ModelCall
 
 # Not forwarded either way: hop-by-hop headers, what the proxy recomputes (length, encoding:
@@ -287,7 +287,7 @@ async def _refused(route: Route, call: ModelCall, tee: Tee) -> None:
     if b'"replay_miss"' in body[:ERROR_READ]:
         kind = "replay_miss"
     if status == 429 and not route.closed:
-        route.task.refused(server_wait(tee.headers, datetime.now(UTC)))
+        route.task.refused(server_wait(tee.headers, datetime.now(UTC)), window_spent(tee.headers))
     excerpt = " ".join(body[:300].decode(errors="replace").split())
     _failure(route, call, kind, f"HTTP {status}: {excerpt}" if excerpt else f"HTTP {status}")
 

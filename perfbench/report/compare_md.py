@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfbench.report.format import TITLES, change, md_code, p_value, quantity, spread, table
+from perfbench.stats.advice import ITL_CAVEAT
 from perfbench.stats.compare import Comparison, Row, tested_count
 from perfbench.stats.gate import Outcome
 from perfbench.stats.thresholds import ThresholdResult
@@ -29,6 +30,18 @@ HEADLINES: dict[Outcome, str] = {
     "inconclusive": "⚠️ inconclusive",
     "underpowered": "⚠️ underpowered",
 }
+
+
+GAPS_NOTE = (
+    "perfbench's event loop lagged (see the warnings), so streamed chunks that arrived apart "
+    "were read together and their gaps count as 0; rerun on a quieter machine, or with "
+    "--workers, to measure ITL."
+)
+
+
+def _title(row: Row, result: Comparison) -> str:
+    title = TITLES.get(row.metric, row.metric)
+    return f"{title} ²" if result.gaps_merged and row.metric.startswith("itl") else title
 
 
 def _row_cells(row: Row, first: str) -> list[str]:
@@ -90,7 +103,7 @@ def comparison(
         table(
             ("Metric", "Baseline", "Candidate", "Change", "Counts beyond", "p", "Verdict"),
             (
-                _row_cells(r, TITLES.get(r.metric, r.metric))
+                _row_cells(r, _title(r, result))
                 for r in result.rows
                 if r.scope == "overall" and r.verdict != "n/a"
             ),
@@ -105,6 +118,8 @@ def comparison(
     parts += _scoped_section(result, "language", "Per language")
     if any(r.outliers for r in result.rows if r.verdict != "pass"):
         parts += ["", "¹ one run far from the others was left out of the test (median kept)."]
+    if result.gaps_merged:
+        parts += ["", f"² {ITL_CAVEAT}: {GAPS_NOTE}"]
     warnings = [*result.warnings, *notes]
     if warnings:
         parts += ["", "### Warnings", "", *(f"- {w}" for w in warnings)]

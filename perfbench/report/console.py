@@ -22,7 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from perfbench.report import slo
-from perfbench.report.format import dollars, ms, number, seconds
+from perfbench.report.adaptive import adaptive_line
+from perfbench.report.format import THIN, THIN_NOTE, dollars, ms, number, seconds, thin
+from perfbench.stats.advice import ITL_CAVEAT, gaps_merged
 
 PCTS = ("p50", "p95", "p99")
 Cell = str | Text
@@ -112,7 +114,8 @@ def _dist(metrics: Mapping[str, Any], name: str, key: str) -> float | None:
 
 
 def _latency_cells(m: Mapping[str, Any]) -> list[str]:
-    cells = [ms(_dist(m, "latency", p)) for p in PCTS]
+    n = _dist(m, "latency", "n")
+    cells = [ms(_dist(m, "latency", p)) + (THIN if thin(n, p) else "") for p in PCTS]
     cells += [ms(_dist(m, "latency", "stddev")), ms(_dist(m, "ttft", "p50"))]
     return cells
 
@@ -135,13 +138,20 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
             table.add_row(case["id"], case["language"], str(case["tools"]), *_row_tail(m))
     table.add_section()
     table.add_row(Text("all", style="bold"), "", "", *_row_tail(pooled["overall"]))
+    _thin_note(table)
     return table
+
+
+def _thin_note(table: Grid) -> None:
+    if any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str)):
+        table.caption = THIN_NOTE
 
 
 def language_table(summary: Mapping[str, Any]) -> Grid:
     table = Grid("Per language, runs pooled (ms)", ["lang"], [*FIGURES, "tok in"])
     for lang, m in summary["pooled"]["languages"].items():
         table.add_row(lang, *_row_tail(m), _tokens(m, "tokens_in"))
+    _thin_note(table)
     _estimate_note(table, summary["pooled"]["languages"].values())
     return table
 
@@ -161,7 +171,8 @@ def _dollars(m: Mapping[str, Any], key: str) -> str:
 
 def _estimate_note(table: Grid, scopes: Iterable[Mapping[str, Any]]) -> None:
     if any(m.get("tokens_estimated") for m in scopes):
-        table.caption = "(est.): the API reported no usage; tokens counted offline, a proxy"
+        note = "(est.): the API reported no usage; tokens counted offline, a proxy"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
 
 
 def cost_table(
@@ -225,7 +236,8 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
         table.add_row(
             str(r["run"] + 1),
             f"{m['ok']}/{m['tasks']}",
-            *(ms(_dist(m, "latency", p)) for p in (*PCTS, "mean")),
+            *_latency_cells(m)[:3],
+            ms(_dist(m, "latency", "mean")),
             number(m.get("throughput"), 2),
             number(m.get("output_tokens_per_s"), 0),
         )
@@ -234,14 +246,17 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     def med(key: str) -> float | None:
         return across[key]["median"] if key in across else None
 
+    fewest = min((_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"]), default=0)
     table.add_section()
     table.add_row(
         Text("median", style="bold"),
         "",
-        *(ms(med(f"latency.{p}")) for p in (*PCTS, "mean")),
+        *(ms(med(f"latency.{p}")) + (THIN if thin(fewest, p) else "") for p in PCTS),
+        ms(med("latency.mean")),
         number(med("throughput"), 2),
         number(med("output_tokens_per_s"), 0),
     )
+    _thin_note(table)
     return table
 
 
@@ -250,7 +265,7 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     suite = meta["suite"]
     lines = [
         f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, digest "
-        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}"
+        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}" + _engine(meta)
     ]
     overall = summary["across_runs"]["overall"]
     parts = []
@@ -270,19 +285,40 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
         lag = overall.get("schedule_lag.p99", {}).get("median")
         intended = overall["latency_intended.p95"]["median"]
         lines.append(
-            f"open loop: P95 from intended start {seconds(intended)}"
+            f"open loop: {_offered(meta, overall)}P95 from intended start {seconds(intended)}"
             f" · scheduler lag P99 {seconds(lag)}"
         )
     lines.extend(_serving(summary["pooled"]["overall"]))
     lines.extend(slo.stamp_lines(summary.get("scenario")))
     lines.extend(_server(summary.get("server_metrics")))
-    adaptive = summary.get("adaptive")
-    if adaptive and adaptive.get("converged_limit") is not None:
-        lines.append(
-            f"adaptive: converged limit {adaptive['converged_limit']:.1f} "
-            f"({len(adaptive['history'])} changes)"
-        )
+    adaptive = adaptive_line(summary)
+    if adaptive is not None:
+        lines.append(adaptive)
     return Text("\n".join(lines))
+
+
+def _engine(meta: Mapping[str, Any]) -> str:
+    """Where the load came from, when not this one process: Ray actors, worker processes."""
+    ray = meta.get("ray")
+    if ray:
+        nodes = ray.get("nodes")
+        where = f" on {nodes} node{'s' if nodes != 1 else ''}" if nodes else ""
+        return f" · Ray ({ray.get('address')}): {ray.get('actors')} actors{where}"
+    workers = (meta.get("plan") or {}).get("workers") or 1
+    return f" · {workers} worker processes" if workers > 1 else ""
+
+
+def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
+    """Offered against achieved: what k6 and GuideLLM users read first in an open loop (a
+    trace's rate is its mean: its arrivals over its span)."""
+    offered = (meta.get("load") or {}).get("per_second")
+    achieved = (overall.get("throughput") or {}).get("median")
+    if not offered or achieved is None:
+        return ""
+    return (
+        f"offered {offered:.2f} tasks/s, achieved {achieved:.2f} completed "
+        f"({achieved / offered:.0%}) · "
+    )
 
 
 def _serving(pooled: Mapping[str, Any]) -> list[str]:
@@ -340,10 +376,15 @@ def serving_table(summary: Mapping[str, Any]) -> Grid | None:
         ["figure", "per"],
         ["n", "P50", "P90", "P95", "P99", "P99.9", "mean"],
     )
+    caveat = f" ({ITL_CAVEAT})" if gaps_merged(summary) else ""
     for key, name, per in rows:
         m = pooled[key]
         table.add_row(
-            name, per, number(m["n"], 0), *(ms(m.get(p)) for p in SERVING_PCTS), ms(m["mean"])
+            name + (caveat if key.startswith("itl") else ""),
+            per,
+            number(m["n"], 0),
+            *(ms(m.get(p)) for p in SERVING_PCTS),
+            ms(m["mean"]),
         )
     return table
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from perfbench.stats.compare import Row, Spread
+from perfbench.stats.power import tasks_for
 
 TITLES = {
     "p50": "P50 latency",
@@ -142,3 +143,19 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], right: Iterable[
 
 def _line(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+# A nearest-rank percentile over fewer tasks than 1 / (1 - q) is the slowest task (a case
+# measured once a run had P50 = P95): marked where it is printed, with THIN_NOTE beside.
+THIN = "*"
+THIN_NOTE = (
+    "*: fewer tasks than the percentile needs (P50 2, P95 20, P99 100): it is the slowest "
+    "task; raise --repeat for a percentile"
+)
+
+
+def thin(tasks: float | None, key: str) -> bool:
+    """Whether percentile ``key`` (``p95``) over ``tasks`` tasks is only their maximum."""
+    if tasks is None or not key.startswith("p") or not key[1:].isdigit():
+        return False
+    return tasks < tasks_for(int(key[1:]) / 10 ** len(key[1:]))

@@ -13,6 +13,8 @@ from typing import Any
 from perfbench.report import slo, time_split
 from perfbench.report.compare_md import HEADLINES, MARKS, comparison
 from perfbench.report.format import (
+    THIN,
+    THIN_NOTE,
     TITLES,
     change,
     md_code,
@@ -22,8 +24,9 @@ from perfbench.report.format import (
     quantity,
     spread,
     table,
+    thin,
 )
-from perfbench.stats.advice import advise
+from perfbench.stats.advice import ITL_CAVEAT, advise, gaps_merged
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
 
@@ -338,8 +341,14 @@ def _distribution(
     if kind not in figures:
         return []
     what = f"{TITLES_BY_KIND[kind]} by percentile, per run"
+    if kind.startswith("itl") and any(gaps_merged(v.summary) for v in runs):
+        title += f" ({ITL_CAVEAT} in {_lagged(runs)})"
     table_text = _percentile_table(runs, kind)
     return [*_section(title, table_text), *_chart(figures, kind, what, CAPTIONS[kind])]
+
+
+def _lagged(runs: Sequence[RunView]) -> str:
+    return ", ".join(v.name for v in runs if gaps_merged(v.summary))
 
 
 TITLES_BY_KIND = {
@@ -417,12 +426,15 @@ def _case_table(runs: Sequence[RunView]) -> str:
     for case in cases:
         cells = [md_code(case)]
         for v in runs:
-            for path in ("latency.p50", "latency.p95"):
-                entry = v.summary["across_runs"]["cases"].get(case, {}).get(path)
-                cells.append(spread(_spread_of(entry), "s"))
+            figures = v.summary["across_runs"]["cases"].get(case, {})
+            tasks = (figures.get("tasks") or {}).get("min")  # a run's, the fewest
+            for key in ("p50", "p95"):
+                shown = spread(_spread_of(figures.get(f"latency.{key}")), "s")
+                cells.append(shown + (THIN if thin(tasks, key) else ""))
         rows.append(cells)
     header = ["Case", *(f"{v.name} {p}" for v in runs for p in ("P50", "P95"))]
-    return table(header, rows, right=range(1, len(header)))
+    text = table(header, rows, right=range(1, len(header)))
+    return text + (f"\n\n{THIN_NOTE}" if any(THIN in c for r in rows for c in r[1:]) else "")
 
 
 def _timeline_table(runs: Sequence[RunView]) -> str:

@@ -30,7 +30,7 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
             "more to mean much. Use --runs 5 (the default) for release comparisons."
         )
     notes.extend(_failures(runs))
-    notes.extend(_open_loop(runs))
+    notes.extend(_open_loop(runs, meta))
     notes.extend(_tail_resolution(summary))
     notes.extend(_spread(summary))
     notes.extend(_first_run(runs))
@@ -59,12 +59,31 @@ def _output_length(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Itera
         case, wanted, got = missed[0]
         yield (
             f"{len(missed)} of {len(asked)} cases got another output length than they asked "
-            f"({case}: {wanted} tokens asked, {got:.0f} a model call on average): the "
-            "server did not honour max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s "
-            "compare unequal work. Self-hosted servers (vLLM, SGLang) honour them when given "
-            "as --base-url (only those get min_tokens and ignore_eos); a hosted API stops "
-            "where its answer ends."
+            f"({case}: {wanted} tokens asked, {got:.0f} a model call on average): "
+            f"{_who_ignored(meta)}"
         )
+
+
+def _who_ignored(meta: Mapping[str, Any]) -> str:
+    """Who did not honour the length, named: perfbench's own mock is not "the server"."""
+    target = str(((meta.get("spec") or {}).get("target") or {}).get("target", ""))
+    if target.startswith("mock+http"):
+        return (
+            "perfbench's own mock server did not honour max_tokens/min_tokens/ignore_eos, "
+            "which it should: a bug in perfbench, please report it."
+        )
+    if target == "mock" or target.startswith("mock:"):
+        return (
+            "the in-process mock (-t mock) answers with its profile's output lengths, as a "
+            "hosted API ends where its answer ends, so TPOT and tokens/s compare unequal "
+            "work; -t mock+http honours the length asked."
+        )
+    return (
+        "the server did not honour max_tokens/min_tokens/ignore_eos, so TPOT and tokens/s "
+        "compare unequal work. Self-hosted servers (vLLM, SGLang) honour them when given "
+        "as --base-url (only those get min_tokens and ignore_eos); a hosted API stops "
+        "where its answer ends."
+    )
 
 
 def _per_call(scope: Mapping[str, Any], key: str) -> float | None:
@@ -80,8 +99,11 @@ def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterab
     """A model target asked to stream whose server answered with one JSON body: no TTFT."""
     target = (meta.get("spec") or {}).get("target") or {}
     name = str(target.get("target", ""))
-    if not target.get("stream") or name.startswith(("http+agent", "python:")):
-        return  # not asked to stream, or a whole agent (it has no TTFT to show)
+    if not target.get("stream") or name.startswith(("http+agent", "python:", "cmd:")):
+        # Not asked to stream, or a whole agent: it has no TTFT to show, or (cmd:) it makes
+        # its own requests, and whether they asked to stream is the agent's choice, not
+        # --stream's (an agent that asked not to stream was told its server ignored it).
+        return
     ok = overall.get("ok", 0)
     timed = (overall.get("ttft") or {}).get("n", 0)
     if ok and timed < ok:
@@ -128,18 +150,26 @@ def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
         )
 
 
-def _open_loop(runs: list[Mapping[str, Any]]) -> Iterable[str]:
+def _open_loop(runs: list[Mapping[str, Any]], meta: Mapping[str, Any]) -> Iterable[str]:
     late = sum(r["overall"].get("late", 0) for r in runs)
     dropped = sum(r["overall"].get("dropped", 0) for r in runs)
+    # A trace run has no --rate: its arrivals are the trace's.
+    traced = bool((meta.get("load") or {}).get("trace"))
     if late:
+        fix = (
+            "Add --workers, or replay fewer arrivals (a shorter trace)"
+            if traced
+            else "Lower --rate or add --workers"
+        )
         yield (
             f"{late} open-loop task(s) started more than 2 ms after their schedule: the client "
-            "could not keep up. Lower --rate, or see the scheduler lag in summary.json."
+            f"could not keep up. {fix}, or see the scheduler lag in summary.json."
         )
     if dropped:
         yield (
             f"{dropped} open-loop task(s) were dropped at --max-in-flight: the target could not "
-            "keep up with --rate. Their count is the finding; raise the cap to see queueing."
+            f"keep up with {'the trace' if traced else '--rate'}. Their count is the finding; "
+            "raise the cap to see queueing."
         )
 
 
@@ -175,6 +205,18 @@ def _first_run(runs: list[Mapping[str, Any]]) -> Iterable[str]:
             f"The first measured run was {means[0] / median:.2f}× slower (mean latency) than the "
             "median of the others: a cold start the warmup did not absorb. Raise --warmup."
         )
+
+
+# Where an ITL figure is printed while the client lagged: chunks that arrived apart were read
+# together, so gaps read 0 (P50 0.00 ms under load, 1.31 ms quiet) and the next one too long.
+ITL_CAVEAT = "client lag merged chunks: gaps unreliable"
+
+
+def gaps_merged(summary: Mapping[str, Any]) -> bool:
+    """Whether the client's own delay (event-loop lag over ``LAG_WARN_S`` at P99) may have
+    merged streamed chunks into one read: every inter-token figure then needs its caveat."""
+    lag = ((summary.get("client") or {}).get("loop_lag") or {}).get("p99")
+    return isinstance(lag, int | float) and lag > LAG_WARN_S
 
 
 def client_bound(summary: Mapping[str, Any]) -> list[str]:

@@ -47,6 +47,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from perfbench.stats import breakdown, power
+from perfbench.stats.advice import gaps_merged
 
 Better = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
@@ -227,6 +228,7 @@ class Comparison:
     runs: tuple[int, int]
     warnings: list[str] = field(default_factory=list)
     moved: str | None = None  # which part of a task's time moved (stats/breakdown.py)
+    gaps_merged: bool = False  # a side's client lagged: its ITL rows need their caveat
 
     @property
     def regressions(self) -> list[Row]:
@@ -286,6 +288,7 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
             *_mixed_cases(base_runs, rules),
         ],
         moved=breakdown.moved([r["overall"] for r in base_runs], [r["overall"] for r in cand_runs]),
+        gaps_merged=gaps_merged(baseline) or gaps_merged(candidate),
     )
 
 

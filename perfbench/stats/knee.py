@@ -238,6 +238,7 @@ def analyse(
     rates: bool,
     slo: tuple[str, float] | None,
     kinds: Mapping[float, StopKind | None] | None = None,
+    rule: StopRule | None = None,
 ) -> dict[str, Any]:
     """A sweep's findings from its levels, why each stopped the doubling (None: it did not)
     and the kind of each stop: sweep.json's ``findings``."""
@@ -247,12 +248,18 @@ def analyse(
     fit = usl(levels)
     limited = [v.level for v in levels if not rates and client_bound(v)]
     knee = max((v.level for v in good), default=None) if bad else None
+    kind = knee_kind(knee, [v.level for v in bad], kinds)
+    at_knee = next((v.throughput for v in levels if v.level == knee), None)
     return {
         "knee": knee,  # the largest level before a stop condition (after bisection)
-        "knee_kind": knee_kind(knee, [v.level for v in bad], kinds),
+        "knee_kind": kind,
         "stopped_by": {str(v.level): reasons[v.level] for v in bad},
         "stop_kinds": {str(v.level): kinds.get(v.level) for v in bad},
-        "plateau_throughput": max((v.throughput for v in good), default=None),
+        "knee_throughput": at_knee,
+        # A plateau only where throughput stopped growing: a knee ended by 429s, errors or
+        # latency may sit below a level that completed more (its 429s retried).
+        "plateau_throughput": at_knee if kind == "throughput" else None,
+        "beyond_knee": beyond(levels, knee, rule),
         "kneedle": kneedle(levels),
         "usl": asdict(fit) if fit else None,
         "usl_reliable": None if fit is None else fit.r2 >= USL_MIN_R2,
@@ -260,6 +267,23 @@ def analyse(
         "in_flight": {str(v.level): in_flight(v) for v in levels},
         "client_bound_levels": limited,
     }
+
+
+def beyond(
+    levels: list[Level], knee: float | None, rule: StopRule | None = None
+) -> dict[str, float] | None:
+    """The level above the knee that completed the most tasks/s, when its tasks succeeded
+    (429s retried; failures within the error budget) and it beat the knee by more than the
+    rule's ``min_gain``: throughput was then still growing past the knee."""
+    rule = rule or StopRule()
+    at_knee = next((v for v in levels if v.level == knee), None)
+    if at_knee is None:
+        return None
+    above = [v for v in levels if v.level > at_knee.level and v.error_rate <= rule.error_budget]
+    best = max(above, key=lambda v: v.throughput, default=None)
+    if best is None or best.throughput <= at_knee.throughput * (1 + rule.min_gain):
+        return None
+    return {"level": best.level, "throughput": best.throughput, "throttle_rate": best.throttle_rate}
 
 
 def knee_kind(

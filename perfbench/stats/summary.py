@@ -128,13 +128,14 @@ class _Group:
                 self.failures[s.error_kind] = [1, (s.error or "")[:200]]
             else:
                 entry[0] += 1
+        # A task stopped in its backoff (Ctrl-C) was answered 429 all the same: counted.
+        self.throttled += s.throttled
+        self.retries += s.retries
         if s.status in ("cancelled", "dropped"):
             # Stopped by the operator, or never started (open loop over max_in_flight):
             # counted, but neither a success nor a failure of the target.
             return
         self.breakdown.add(s)
-        self.throttled += s.throttled
-        self.retries += s.retries
         if s.start < self.first_start:
             self.first_start = s.start
         if s.end > self.last_end:

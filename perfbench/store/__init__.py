@@ -16,7 +16,7 @@ import fnmatch
 import os
 import re
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -195,12 +195,18 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
 
 
 def unique_samples(run_dir: Path) -> Iterator[Sample]:
-    """``read_samples`` with each task once, its first line kept, as ``--resume`` keeps it: a
-    line found twice (pasted twice, or appended by two processes before run directories were
-    locked) would otherwise count twice in every statistic recomputed from the file."""
-    seen: set[tuple[str, int, str, int]] = set()
-    for sample in read_samples(run_dir):
-        key = sample.key
+    """``read_samples`` with each task once, as ``--resume`` keeps it (``unique``)."""
+    return unique(read_samples(run_dir))
+
+
+def unique(samples: Iterable[Sample]) -> Iterator[Sample]:
+    """Each task once, its first line kept: a line found twice (pasted twice, or appended by
+    two processes before run directories were locked) would otherwise count twice in every
+    statistic. A task cancelled by a Ctrl-C and run again on ``--resume`` has two lines, the
+    cancelled attempt (kept for the 429s it was answered) and the finished one: both count."""
+    seen: set[tuple[tuple[str, int, str, int], bool]] = set()
+    for sample in samples:
+        key = sample.key, sample.status == "cancelled"
         if key not in seen:
             seen.add(key)
             yield sample

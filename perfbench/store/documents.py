@@ -44,3 +44,4 @@ class Meta(TypedDict, total=False):
     error: str  # why a failed run failed
     stopped_by: str  # what interrupted it: SIGINT (Ctrl-C), SIGTERM, a Ray actor lost
     nodes: list[str]  # --ray: where each worker's actor ran (host:node id)
+    ray: dict[str, Any]  # --ray: {address, actors, nodes (distinct, once the actors ran)}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perfbench import store
 from perfbench.errors import GateError, StoreError
+from perfbench.stats.advice import gaps_merged
 from perfbench.stats.summary import Summary, across_runs
 from perfbench.store.documents import Meta
 
@@ -39,7 +40,11 @@ def load_side(ref: str, root: Path) -> tuple[Meta, Summary]:
     meta["id"] = f"{ref} ({len(dirs)} run directories)"
     meta["label"] = None
     meta["status"] = unfinished[0] if unfinished else "completed"
-    return meta, {"runs": runs, "across_runs": across_runs(runs)}
+    pooled: Summary = {"runs": runs, "across_runs": across_runs(runs)}
+    lagged = [s["client"] for _, s in loaded if gaps_merged(s)]
+    if lagged:  # one lagging run's caveat holds for the side's pooled ITL rows
+        pooled["client"] = lagged[0]
+    return meta, pooled
 
 
 def label_notes(refs: Sequence[str], root: Path) -> list[str]:

@@ -31,7 +31,7 @@ from perfbench.targets.chat import (
     ToolCall,
     check_suite,
 )
-from perfbench.targets.retry import RetryPolicy, server_wait
+from perfbench.targets.retry import RetryPolicy, server_wait, window_spent
 from perfbench.task import ModelCall, Task
 
 _MS = 1e-3
@@ -195,7 +195,7 @@ class ModelAgent(Target):
                 return got
             asked = server_wait(got.headers, datetime.now(UTC))
             if got.status == 429:
-                task.refused(asked)
+                task.refused(asked, window_spent(got.headers))
             elif asked is not None:
                 task.retry_after = asked
             rng = rng or task.rng("retry")

@@ -132,14 +132,15 @@ def check_suite(api: object, suite: Suite) -> None:
         refuse(case)
 
 
-def exact_output(body: dict[str, Any], case: Case, extras: bool) -> None:
+def exact_output(body: dict[str, Any], case: Case, extras: bool, cap: str = "max_tokens") -> None:
     """Ask for exactly the case's ``output_tokens`` (a synthetic workload's output length):
     ``max_tokens`` caps it, and, where the server takes them (vLLM, SGLang, the mock: a
     ``--base-url`` that is not a hosted provider's), ``min_tokens`` and ``ignore_eos`` stop it
-    ending sooner. Hosted APIs refuse unknown fields with a 400, so they get only the cap."""
+    ending sooner. Hosted APIs refuse unknown fields with a 400, so they get only the cap.
+    ``cap``: the API's name for it (the Responses API's is ``max_output_tokens``)."""
     if case.output_tokens is None:
         return
-    body["max_tokens"] = case.output_tokens
+    body[cap] = case.output_tokens
     if extras:
         body["min_tokens"] = case.output_tokens
         body["ignore_eos"] = True

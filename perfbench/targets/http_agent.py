@@ -33,7 +33,7 @@ from perfbench.targets.agent_result import (
     record_result,
 )
 from perfbench.targets.proxied import Via
-from perfbench.targets.retry import server_wait
+from perfbench.targets.retry import server_wait, window_spent
 from perfbench.task import Task
 
 __all__ = ["AgentMapping", "HttpAgent", "public_url", "request_fields"]
@@ -152,7 +152,7 @@ class HttpAgent(Target):
     ) -> Sample:
         status_code = task.http_status or 0
         if status_code == 429:
-            task.refused(server_wait(headers, datetime.now(UTC)))
+            task.refused(server_wait(headers, datetime.now(UTC)), window_spent(headers))
             excerpt = self._excerpt(body)
             return record_failure(task, envelope, "rate_limited", "rate_limited", excerpt, end, via)
         if not 200 <= status_code < 300:  # redirects are not followed: they would add latency

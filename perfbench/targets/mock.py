@@ -97,7 +97,7 @@ class MockAgent(Target):
             if limiter is not None:
                 quota = limiter.admit(reply.prompt_tokens + reply.completion_tokens)
                 if not quota.admitted:  # what a 429 would be, without the retry
-                    task.refused(quota.retry_after)
+                    task.refused(quota.retry_after, quota.reason in ("requests", "tokens"))
                     return task.sample(
                         "rate_limited",
                         error_kind="rate_limited",

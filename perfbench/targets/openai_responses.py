@@ -36,6 +36,7 @@ from perfbench.targets.chat import (
     ToolCall,
     bearer,
     count,
+    exact_output,
     json_object,
     text_of,
     usage_dict,
@@ -50,8 +51,9 @@ _REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_sum
 class OpenAIResponses:
     name = "openai-responses"
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, extras: bool = False) -> None:
         self.model = model
+        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
 
     def opening(self, case: Case) -> Messages:
         # The case's system prompt goes in ``instructions`` (request), which the API applies to
@@ -84,6 +86,7 @@ class OpenAIResponses:
             ]
         if case.max_tokens is not None:
             body["max_output_tokens"] = case.max_tokens
+        exact_output(body, case, self.extras, cap="max_output_tokens")
         if stream:
             body["stream"] = True  # usage comes in response.completed: nothing to ask for
         return "/responses", body

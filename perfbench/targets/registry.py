@@ -16,6 +16,7 @@ http+agent://… or python:… --proxy   the agent's model calls through the pro
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import re
@@ -367,7 +368,7 @@ def _api(name: str, model: str, extras: bool = False) -> ChatApi:
     if name == "responses":
         from perfbench.targets.openai_responses import OpenAIResponses
 
-        return OpenAIResponses(model)
+        return OpenAIResponses(model, extras=extras)
     if name == "completions":
         from perfbench.targets.openai_completions import OpenAICompletions
 
@@ -444,9 +445,30 @@ def _shown(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_KINDS = ("mock", "mock+http", "cmd", "python", "http+agent", "http+agents")
+
+
 def _unknown(spec: str) -> str:
+    """Every kind of target, and the nearest to what was typed (``opneai/gpt-4o`` →
+    ``openai/gpt-4o``): a typo in a provider or a kind."""
     known = ", ".join(f"{p}/<model>" for p in PROVIDERS)
-    return (
+    text = (
         f"unknown target '{spec}'. Known: mock[:profile], mock+http[:profile], {known}, "
-        "http+agent://host/path, python:module:function"
+        "cmd:<command>, http+agent://host/path (http+agents:// for TLS), "
+        "python:module:function"
     )
+    nearest = _nearest(spec)
+    return text + (f". Did you mean '{nearest}'?" if nearest else "")
+
+
+def _nearest(spec: str) -> str | None:
+    """``spec`` with its provider or kind replaced by the closest known one, if any is close."""
+    for sep in ("/", ":"):
+        head, found, rest = spec.partition(sep)
+        if found and head:
+            names = list(PROVIDERS) if sep == "/" else list(_KINDS)
+            close = difflib.get_close_matches(head.lower(), names, n=1, cutoff=0.6)
+            if close:
+                return close[0] + sep + rest
+    close = difflib.get_close_matches(spec.lower(), _KINDS, n=1, cutoff=0.6)
+    return close[0] if close else None

@@ -72,10 +72,22 @@ def server_wait(headers: Mapping[str, str], now: datetime) -> float | None:
     return _reset_wait(lower, now)
 
 
+def window_spent(headers: Mapping[str, str]) -> bool:
+    """Whether a 429's headers say a per-minute budget is spent (OpenAI's, LiteLLM's
+    ``x-ratelimit-remaining-requests: 0``, Anthropic's ``anthropic-ratelimit-*-remaining``):
+    a window that refuses whatever the concurrency until it passes."""
+    lower = {k.lower(): v.strip() for k, v in headers.items()}
+    for kind in _BUDGETS:
+        for name in (f"x-ratelimit-remaining-{kind}", f"anthropic-ratelimit-{kind}-remaining"):
+            if lower.get(name) == "0":
+                return True
+    return False
+
+
 def _reset_wait(headers: dict[str, str], now: datetime) -> float | None:
     """The reset time of each exhausted limit (remaining 0); the longest wins."""
     waits = []
-    for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
+    for kind in _BUDGETS:
         if headers.get(f"x-ratelimit-remaining-{kind}") == "0":
             wait = _duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
             if wait is not None:
@@ -111,6 +123,7 @@ def _seconds_or_date(text: str, now: datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
+_BUDGETS = ("requests", "tokens", "input-tokens", "output-tokens")  # limits with a reset
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

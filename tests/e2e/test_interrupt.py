@@ -62,6 +62,7 @@ def test_sigint_marks_the_run_interrupted_and_keeps_samples(tmp_path: Path) -> N
     lines = (run_dir / "samples.jsonl").read_text().splitlines()
     assert len(lines) >= 16
     assert "interrupted" in stdout and "Run directory" in stdout
+    assert f"Stopped: continue with perfbench run --resume {run_dir}" in stdout
 
 
 HUNG = SLOW.replace("ttft_ms: 30", "ttft_ms: 60000").replace("name: slow", "name: hung")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfbench import api
+from perfbench import api, store
 from perfbench.errors import TargetError
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from tests.helpers import cli
@@ -39,6 +39,10 @@ def test_a_target_that_is_down_fails_the_run_before_its_first_task(
     assert done.returncode == 3, done.stderr
     assert "pre-flight: cannot connect to" in done.stderr and "--no-preflight" in done.stderr
     assert "Traceback" not in done.stderr
+    [run_dir] = (tmp_path / "runs").iterdir()  # listed as refused, not as a failed measurement
+    assert store.read_meta(run_dir)["status"] == "refused"
+    listed = cli("list", str(tmp_path / "runs"))
+    assert "refused" in listed.stdout and "failed" not in listed.stdout, listed.stdout
     spec = RunSpec.build([_cases(tmp_path)], TargetSpec("openai/m", base_url=url),
                          Plan(runs=1, warmup=0), out=tmp_path / "api")  # fmt: skip
     with pytest.raises(TargetError, match="pre-flight"):  # the library says so too

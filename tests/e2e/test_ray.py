@@ -70,6 +70,8 @@ def test_two_actors_split_the_load_and_the_summary_equals_the_samples(tmp_path: 
     meta = _meta(run_dir)
     assert meta["status"] == "completed" and meta["plan"]["ray"] == "local"
     assert len(meta["nodes"]) == 2  # where each actor ran
+    assert meta["ray"] == {"address": "local", "actors": 2, "nodes": 1}
+    assert "Ray (local): 2 actors on 1 node" in " ".join(proc.stdout.split())  # the header says
     assert "Traceback" not in proc.stderr and "Ray" not in proc.stderr  # Ray's logs kept quiet
 
 

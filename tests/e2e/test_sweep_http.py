@@ -45,7 +45,7 @@ def test_sweep_over_http_finds_the_concurrency_limit(tmp_path: Path) -> None:
     sweep = Sweep(spec, Levels(), suite=suite, factory=factory)
     result = anyio.run(sweep.run)
     assert result.findings["knee"] in (16, 17, 18)
-    assert result.findings["plateau_throughput"] > 0
+    assert result.findings["knee_throughput"] > 0
     assert result.findings["client_bound_levels"] == []
     sixteen = next(v for v in result.levels if v.level == 16)
     assert sixteen.throttle_rate == 0 and sixteen.error_rate == 0

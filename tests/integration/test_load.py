@@ -15,6 +15,7 @@ from perfbench.engine.runner import Runner
 from perfbench.load import Adaptive, Rate
 from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
+from perfbench.report.adaptive import adaptive_line
 from perfbench.sample import Sample
 from perfbench.spec import Plan
 from perfbench.stats.summary import Summarizer
@@ -57,6 +58,48 @@ async def test_adaptive_converges_under_a_concurrency_limit_of_12(suite: Suite) 
     late = [limit for t, limit in aimd.history if t > aimd.history[-1][0] / 2]
     assert min(late) >= 9 and max(late) <= 13, late  # stays there: a sawtooth 10..13
     assert sum(s.status == "rate_limited" for s in samples) < 0.05 * len(samples)
+
+
+@pytest.mark.anyio
+async def test_adaptive_names_a_requests_per_minute_window_and_never_converges_on_it(
+    suite: Suite,
+) -> None:
+    """The built-in `rate-limited` profile (120 requests/min) read "converged limit 1.0": 429s
+    come with one task in flight, so the limit is a window, not a concurrency."""
+    fast = {"ttft_ms": 20, "itl_ms": 1}  # one task at a time asks for over 2 requests a second
+    agent = MockAgent(fixed_profile(**fast, rate_limits={"requests_per_minute": 120, "burst_s": 2}))
+    shape = Adaptive(start=1, maximum=32)
+    runner, _, summarizer = run(suite, agent, Plan(runs=1, warmup=0, repeat=400, load=shape))
+    await runner.run()
+    aimd = runner.aimd
+    assert aimd is not None and len(aimd.episodes) >= 3, aimd.history
+    assert aimd.window() == "budget" and aimd.converged() is None
+    summary = summarizer.finish()  # type: ignore[attr-defined]
+    summary["adaptive"] = aimd.reading()
+    line = adaptive_line(summary)
+    assert line is not None and "rate window" in line and "converged" not in line, line
+    admitted = float(line.split(" requests/min")[0].rsplit(" ", 1)[1].replace(",", ""))
+    assert 110 <= admitted <= 135, line  # the profile's 120 a minute, and its 2 s of burst
+
+
+def test_one_rate_limit_episode_is_not_convergence() -> None:
+    """A gateway at 60 requests/min: one episode averaged over slow start read "converged
+    limit 21.4". Three episodes at limits within 25 % are the rule."""
+    aimd = Aimd(Adaptive(start=1, maximum=64, decrease=0.5, cooldown_s=1.0))
+    for t, limit in enumerate((2, 4, 8, 16, 32)):
+        aimd._set(limit, float(t))
+    aimd.refused(5.0, None)  # one episode at 32
+    assert aimd.mean_limit() is not None and aimd.converged() is None
+    for t in (10.0, 20.0):  # the sawtooth's next peaks: 20, then 5 (not bounded)
+        aimd._set(20 if t == 10.0 else 5, t - 1)
+        aimd.refused(t, None)
+    assert aimd.converged() is None
+    aimd._set(6, 29.0)
+    aimd.refused(30.0, None)
+    aimd._set(6, 39.0)
+    aimd.refused(40.0, None)  # the last three at 5, 6, 6
+    assert [limit for _, limit in aimd.episodes][-3:] == [5, 6, 6]
+    assert aimd.converged() is not None and aimd.window() is None
 
 
 def test_aimd_other_failures_pause_growth_without_decreasing() -> None:
@@ -239,3 +282,20 @@ async def test_adaptive_holds_at_most_a_minute_on_a_429_asking_forever(
     assert len(samples) == 20
     assert sum(s.status == "ok" for s in samples) >= 19
     assert max(s.end for s in samples) < 60 + 30  # virtual seconds: one capped hold at most
+
+
+def test_429s_with_one_task_in_flight_are_a_window_whatever_the_headers_said() -> None:
+    aimd = Aimd(Adaptive(start=4, maximum=64, decrease=0.5, cooldown_s=1.0))
+    for t in (1.0, 3.0, 5.0, 7.0):  # 4 -> 2 -> 1, then refused at 1, twice
+        aimd.refused(t, None)
+    assert [limit for _, limit in aimd.episodes] == [4, 2, 1, 1]
+    assert aimd.window() == "one in flight" and aimd.converged() is None
+
+
+def test_a_429_says_a_per_minute_budget_was_spent() -> None:
+    from perfbench.targets.retry import window_spent
+
+    assert window_spent({"X-RateLimit-Remaining-Requests": "0"})
+    assert window_spent({"anthropic-ratelimit-tokens-remaining": "0"})
+    assert not window_spent({"x-ratelimit-remaining-requests": "12", "retry-after": "1"})
+    assert not window_spent({})

@@ -1116,6 +1116,9 @@ async def test_a_server_that_ignores_stream_true_is_warned_of_once(
     unstreamed = RunSpec(target=TargetSpec("openai/m", stream=False), plan=spec.plan)
     meta = {**result.meta, "spec": unstreamed.to_doc()}
     assert not [n for n in advise(result.summary, meta) if "stream: true" in n]
+    agent_spec = RunSpec(target=TargetSpec("cmd:python my_agent.py"), plan=spec.plan)
+    meta = {**result.meta, "spec": agent_spec.to_doc()}  # its requests are its own
+    assert not [n for n in advise(result.summary, meta) if "stream: true" in n]
 
 
 TWO_TOOLS = """

@@ -32,3 +32,13 @@ def test_estimated_tokens_and_their_cost_are_marked_in_the_terminal_too() -> Non
     assert "$0.000420 (est.)" in estimated and "tokens counted offline" in estimated
     assert "(est.)" in _text(tables.language_table(_summary(True)))
     assert "(est.)" not in _text(tables.cost_table(_summary(False), meta))
+
+
+def test_the_header_says_where_the_load_came_from() -> None:
+    """A run on Ray said nothing of Ray, nor of how many actors on how many nodes."""
+    from perfbench.report.console import _engine
+
+    ray = {"ray": {"address": "local", "actors": 2, "nodes": 1}, "plan": {"workers": 2}}
+    assert _engine(ray) == " · Ray (local): 2 actors on 1 node"
+    assert _engine({"plan": {"workers": 3}}) == " · 3 worker processes"
+    assert _engine({"plan": {"workers": 1}}) == ""

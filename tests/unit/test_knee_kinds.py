@@ -117,3 +117,30 @@ def test_findings_say_whether_the_usl_fit_is_reliable() -> None:
     findings, _ = _sweep(noisy)
     assert findings["usl"] is None or findings["usl_reliable"] is (findings["usl"]["r2"] >= 0.9)
     assert _sweep([lv(1, 10)])[0]["usl_reliable"] is None  # too few levels to fit
+
+
+def test_a_rate_limit_knee_gives_its_throughput_not_a_plateau_when_a_level_above_did_more() -> None:
+    """The newcomer's sweep: knee at 7 with 9.62 tasks/s read "plateau 9.62" while 8 did
+    12.17 (its 429s retried and succeeded): the chart showed no plateau."""
+    levels = [lv(1, 2.2), lv(2, 4.4), lv(4, 8.1), lv(6, 9.3), lv(7, 9.62), lv(8, 12.17, t429=0.56)]
+    findings, text = _sweep(levels)
+    assert (findings["knee"], findings["knee_kind"]) == (7, "rate-limit")
+    assert findings["knee_throughput"] == 9.62 and findings["plateau_throughput"] is None
+    assert findings["beyond_knee"] == {"level": 8, "throughput": 12.17, "throttle_rate": 0.56}
+    assert "plateau" not in text
+    assert "9.62 tasks/s at the knee; 8 completed more (12.17 tasks/s, its 429s retried)" in text
+
+
+def test_a_plateau_is_named_where_throughput_stopped_growing() -> None:
+    findings, text = _sweep([lv(1, 10), lv(2, 19), lv(4, 20)])
+    assert (findings["knee"], findings["knee_kind"]) == (2, "throughput")
+    assert findings["plateau_throughput"] == 19 and findings["beyond_knee"] is None  # +5 %
+    assert "- Throughput knee at 2 (concurrency): throughput stopped growing; plateau 19.00" in text
+
+
+def test_a_level_whose_tasks_failed_is_not_said_to_have_done_more() -> None:
+    """Its throughput counts its few successes: 66 tasks/s with 94 % of its tasks refused
+    (429s not retried) is no growth past the knee."""
+    levels = [lv(1, 34), lv(2, 64.5), lv(4, 80, err=0.938, t429=0.94)]
+    findings, text = _sweep(levels)
+    assert findings["beyond_knee"] is None and "completed more" not in text

@@ -1,0 +1,127 @@
+"""Two stop signals: sent together they are one interrupt (`timeout -s INT` signals its child,
+then the child's group); a second, later one cuts the stop short but the run directory is still
+finalised. Bounded: every process is killed if it ignores the signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+
+from perfbench.api import TOGETHER_S, Interrupts
+from perfbench.engine.session import Session
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from tests.e2e.test_interrupt import SLOW
+from tests.helpers import CASES
+
+
+def test_signals_together_are_one_and_a_later_one_hurries() -> None:
+    interrupts = Interrupts()
+    assert interrupts.meaning(100.0) == "stop"
+    assert interrupts.meaning(100.03) == "same"
+    assert interrupts.meaning(100.0 + TOGETHER_S / 2) == "same"
+    assert interrupts.meaning(100.0 + TOGETHER_S + 0.01) == "hurry"
+
+
+def test_two_sigints_30_ms_apart_stop_the_run_as_one(tmp_path: Path) -> None:
+    """Before: the second SIGINT raised KeyboardInterrupt in the middle of the stop, so no
+    tables were printed and meta.json was left `running` or `failed: CancelledError`."""
+    profile = tmp_path / "slow.yaml"
+    profile.write_text(SLOW)
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "perfbench", "run", str(CASES), "-t", f"mock:{profile}"]
+    cmd += ["--runs", "50", "--warmup", "0", "--out", str(out)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the measured phase is under way
+            if line.startswith("run 2:"):
+                break
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.03)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    [run_dir] = list(out.iterdir())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert (meta["status"], meta.get("error")) == ("interrupted", None), meta
+    assert (run_dir / "summary.json").is_file()
+    assert "Run directory" in stdout  # the tables were printed
+
+
+STUBBORN = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    import anyio
+    from perfbench import api
+    from perfbench.engine.observer import RunObserver
+
+    class Stubborn:  # its stop is slow: it waits 30 s for something before it returns
+        stopped = []
+        async def run(self):
+            await anyio.sleep(30)
+            return "finished"
+        def stop(self, reason=None):
+            self.stopped.append(reason)
+
+    def signals(gap):
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(gap)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=signals, args=(float(sys.argv[1]),), daemon=True).start()
+    began = time.monotonic()
+    try:
+        print(api._drive(Stubborn(), RunObserver(), interruptible=True))
+    except api.Hurried as hurried:
+        print("hurried", hurried.signum, Stubborn.stopped, time.monotonic() - began)
+    """
+)
+
+
+def test_a_later_second_sigint_stops_waiting_for_a_slow_stop() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", STUBBORN, str(TOGETHER_S + 0.5)],
+        capture_output=True, text=True, timeout=25,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    word, signum, stopped, took = done.stdout.split()
+    assert (word, signum, stopped) == ("hurried", str(int(signal.SIGINT)), "['SIGINT']")
+    assert float(took) < 15  # not the 30 s the stop would wait (one stop, not two)
+
+
+def test_a_run_cut_short_after_its_stop_is_interrupted_not_failed(tmp_path: Path) -> None:
+    """What a later second Ctrl-C does to a session: stop, then cancel what it waits for.
+    meta.json said `failed`, error `CancelledError`."""
+    profile = tmp_path / "slow.yaml"
+    profile.write_text(SLOW.replace("ttft_ms: 30", "ttft_ms: 60000"))
+    plan = Plan(runs=1, warmup=0)
+    target = TargetSpec(f"mock:{profile}")
+    spec = RunSpec.build([CASES / "answer.yaml"], target, plan, out=tmp_path / "runs")
+    session = Session(spec)
+
+    async def main() -> None:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.run)
+                await anyio.sleep(0.3)
+                session.stop("SIGINT")
+                scope.cancel()
+
+    anyio.run(main)
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert (meta["status"], meta.get("error")) == ("interrupted", None), meta
+    assert meta["stopped_by"] == "SIGINT"
+    assert (run_dir / "summary.json").is_file()
