@@ -326,7 +326,7 @@ def levels(text: str | None, name: str) -> tuple[float, ...]:
 
 
 # The options that may go with --resume: any other would change what the run recorded.
-RESUME_KEEPS = frozenset({"resume", "quiet", "as_json", "strict"})
+RESUME_KEEPS = frozenset({"resume", "quiet", "as_json", "strict", "details"})
 _ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -131,24 +131,57 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def print_result(summary: Mapping[str, Any], meta: Mapping[str, Any], where: Console = out) -> None:
-    """A run's tables and warnings, as `run` and `show` print them."""
-    where.print(tables.overview(summary, meta))
+# What a run prints, in order: each entry gives a renderable or None (nothing to show). The
+# default screen is SCREEN, then warnings, then the headline last, where the terminal leaves
+# it; --details prints DETAILS instead of SCREEN. A table or note for every run is one entry.
+Section = Callable[[Mapping[str, Any], Mapping[str, Any]], RenderableType | None]
+SCREEN: tuple[Section, ...] = (
+    lambda summary, meta: tables.notes(summary),
+    tables.case_summary,
+    lambda summary, meta: tables.failure_table(summary),
+)
+DETAILS: tuple[Section, ...] = (
+    lambda summary, meta: tables.notes(summary, details=True),
+    tables.case_table,
+    lambda summary, meta: tables.language_table(summary),
+    tables.cost_table,
+    lambda summary, meta: tables.cost_table(summary, meta, "tags"),
+    lambda summary, meta: tables.run_table(summary),
+    lambda summary, meta: tables.serving_table(summary),
+    lambda summary, meta: tables.failure_table(summary),
+)
+
+
+def print_result(
+    summary: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    where: Console = out,
+    details: bool = False,
+    footer: Iterable[RenderableType] = (),
+) -> None:
+    """A run's tables, warnings, ``footer`` (where the run is, its exit code) and headline,
+    as `run` and `show` print them."""
     if summary["runs"]:
-        where.print(tables.case_table(summary, meta))
-        where.print(tables.language_table(summary))
-        where.print(tables.cost_table(summary, meta))
-        if summary["pooled"].get("tags"):
-            where.print(tables.cost_table(summary, meta, "tags"))
-        where.print(tables.run_table(summary))
-        serving = tables.serving_table(summary)
-        if serving is not None:
-            where.print(serving)
-        failures = tables.failure_table(summary)
-        if failures is not None:
-            where.print(failures)
+        for section in DETAILS if details else SCREEN:
+            shown = section(summary, meta)
+            if shown is not None:
+                where.print(shown)
     for note in advise(summary, meta):
         warning(note, where)
+    for line in footer:
+        where.print(line, highlight=False)
+    if summary["runs"]:
+        where.print(tables.headline(summary, meta), highlight=False)
+    else:
+        where.print(tables.what_ran(meta, 0), highlight=False, markup=False)
+
+
+def run_directory(run_dir: Path | None, details: bool) -> Text:
+    """Where the run is, and (on the short screen) how to see every table of it."""
+    line = Text.assemble("Run directory: ", (str(run_dir), "bold"))
+    if run_dir is not None and not details:
+        line.append(" (--details: every table)", style="dim")
+    return line
 
 
 def warning(message: str, where: Console = err) -> None:

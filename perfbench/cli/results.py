@@ -17,7 +17,15 @@ from rich.text import Text
 from perfbench import config, store
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.confirm import confirm
-from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
+from perfbench.cli.output import (
+    err,
+    errors,
+    out,
+    print_result,
+    print_verdict_json,
+    run_directory,
+    write_text,
+)
 from perfbench.errors import GateError
 from perfbench.report import compare_md
 from perfbench.report.format import seconds
@@ -98,13 +106,23 @@ def _run_cell(info: store.RunInfo) -> Text:
 
 
 @app.command()
-def show(run_ref: RunArg, root: RootOpt = Path("runs")) -> None:
+def show(
+    run_ref: RunArg,
+    root: RootOpt = Path("runs"),
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details",
+            help="Every table (per language, cost per language and tag, per run, streaming), "
+            "not only the one-screen summary.",
+        ),
+    ] = False,
+) -> None:
     """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
     with errors():
         run_dir, meta, summary = sides.load_run(run_ref, root)
         with store.reading(run_dir):
-            print_result(summary, meta)
-    out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
+            print_result(summary, meta, details=details, footer=[run_directory(run_dir, details)])
 
 
 @app.command("compare")

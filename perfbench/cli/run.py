@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from perfbench import api
 from perfbench.cli import auto, options
@@ -25,7 +25,7 @@ from perfbench.cli.options import (
     Flags,
     shared,
 )
-from perfbench.cli.output import err, errors, out, print_result
+from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
@@ -166,6 +166,16 @@ def run(
             "and tasks meeting every one; failed and refused ones count as misses.",
         ),
     ] = None,
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details",
+            rich_help_panel="Output",
+            help="Print every table (per language, cost per language and tag, per run, "
+            "streaming) instead of the one-screen summary; summary.json and the report always "
+            "have them (perfbench show DIR --details prints them later).",
+        ),
+    ] = False,
     *,
     flags: Flags,
 ) -> None:
@@ -184,7 +194,9 @@ def run(
     options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
     if resume is not None:
-        code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
+        code, result = _one(
+            lambda watch: api.resume(resume, watch), flags, strict, max_error_rate, details
+        )
         raise typer.Exit(code)
     with errors():
         shape = options.load_shape(
@@ -205,7 +217,7 @@ def run(
             result = api.run(spec, watch)
             return api.more_runs(result, wanted, watch) if wanted is not None else result
 
-        code, result = _one(measure, flags, strict, max_error_rate)
+        code, result = _one(measure, flags, strict, max_error_rate, details)
         codes.append(code)
         results.append(result)
         if result.interrupted:
@@ -217,7 +229,11 @@ def run(
 
 
 def _one(
-    measure: Callable[[Watch], RunResult], flags: Flags, strict: bool, max_error_rate: float
+    measure: Callable[[Watch], RunResult],
+    flags: Flags,
+    strict: bool,
+    max_error_rate: float,
+    details: bool,
 ) -> tuple[ExitCode, RunResult]:
     """One run, its progress shown and its tables printed; its exit code."""
     watch = Watch(sinks(flags["quiet"], flags["as_json"]))
@@ -229,7 +245,7 @@ def _one(
         raise
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
-    _report(result, code, err if flags["as_json"] else out)
+    _report(result, code, err if flags["as_json"] else out, details)
     return code, result
 
 
@@ -280,22 +296,19 @@ def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCo
     return ExitCode.OK
 
 
-def _report(result: RunResult, code: ExitCode, console: Console) -> None:
-    print_result(result.summary, result.meta, console)
+def _report(result: RunResult, code: ExitCode, console: Console, details: bool) -> None:
+    footer: list[RenderableType] = []
     if "runs_auto" in result.meta:
-        console.print(auto.line(result.meta["runs_auto"]), highlight=False)
-    console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+        footer.append(auto.line(result.meta["runs_auto"]))
+    footer.append(run_directory(result.run_dir, details))
     if code == ExitCode.ERRORS:
-        console.print(
+        footer.append(
             f"[red]error:[/] {error_rate(result):.0%} of the measured tasks failed (more than "
-            "--max-error-rate allows); the failures above say why. Exit 8",
-            highlight=False,
+            "--max-error-rate allows); the failures above say why. Exit 8"
         )
     if code == ExitCode.CLIENT_BOUND:
-        console.print(
-            "[red]--strict:[/] the client may have set the pace (warnings above); exit 7",
-            highlight=False,
-        )
+        footer.append("[red]--strict:[/] the client may have set the pace (warnings above); exit 7")
+    print_result(result.summary, result.meta, console, details, footer)
 
 
 def sinks(quiet: bool, as_json: bool) -> list[Sink]:
