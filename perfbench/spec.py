@@ -59,6 +59,20 @@ class Plan:
     # (ramp_seconds). All at once, the slots' tasks finish together and restart together for
     # the whole pass: each wave of completions queues in the client and is timed late.
     ramp_up: float | None = 0.0
+    # Closed loop bounded by time (`-c N --duration S`, k6's habit): the measured runs share
+    # these seconds evenly, each cycling over the suite until its share is up (tasks in flight
+    # then finish, and count); warmup passes stay one pass over the suite. None: passes of
+    # the suite × repeat.
+    duration_s: float | None = None
+
+    def pass_seconds(self, phase: Phase) -> float | None:
+        """How long a closed-loop pass goes on starting tasks (None: until the suite is done)."""
+        if self.duration_s is None or phase != "measured" or self.load_is_open():
+            return None
+        return self.duration_s / max(1, self.runs)
+
+    def load_is_open(self) -> bool:
+        return isinstance(self.load, Rate)
 
     def connections(self) -> int:
         """Connections a target's client must keep so that no task waits on its pool: the

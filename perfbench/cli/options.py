@@ -214,8 +214,11 @@ def target_spec(flags: Flags) -> TargetSpec:
     return specs[0]
 
 
-def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Plan:
-    """The plan the flags describe, its worker count settled (``--workers auto``)."""
+def plan(
+    flags: Flags, *, concurrency: int = 1, load: Load | None = None, duration: float | None = None
+) -> Plan:
+    """The plan the flags describe, its worker count settled (``--workers auto``);
+    ``duration``: a closed loop's measured seconds (an open loop's are its load's)."""
     made = Plan(
         runs=runs(flags["runs"]),
         warmup=flags["warmup"],
@@ -225,6 +228,7 @@ def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Pla
         load=load,
         ramp_up=ramp(flags["ramp_up"]),
         ray=flags["ray"],
+        duration_s=None if isinstance(load, Rate) else duration,
     )
     return replace(made, workers=workers(flags["workers"], made))
 
@@ -290,8 +294,8 @@ def load_shape(
     if rate is not None:
         kind: Literal["constant", "poisson"] = "poisson" if arrival == "poisson" else "constant"
         return Rate(rate, kind, duration, max_in_flight)
-    if duration is not None or max_in_flight is not None:
-        raise typer.BadParameter("--duration and --max-in-flight go with --rate")
+    if max_in_flight is not None:
+        raise typer.BadParameter("--max-in-flight goes with --rate")
     if adaptive:
         return Adaptive(start=start, maximum=maximum, decrease=decrease)
     return None

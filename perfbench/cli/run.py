@@ -67,7 +67,10 @@ def run(
         typer.Option(
             rich_help_panel="Load",
             min=0.001,
-            help="Open loop: seconds per run (default: one pass over the suite × --repeat).",
+            help="Open loop (--rate): seconds per run. Closed loop (-c N, k6's habit): "
+            "seconds of measurement in all, shared by the --runs, each cycling over the suite "
+            "until its share is up (tasks in flight then finish, and count), after the warmup "
+            "pass. Default: one pass over the suite × --repeat per run.",
         ),
     ] = None,
     trace: Annotated[
@@ -203,7 +206,7 @@ def run(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
             trace,
         )  # fmt: skip
-        plan = options.plan(flags, concurrency=concurrency, load=shape)
+        plan = options.plan(flags, concurrency=concurrency, load=shape, duration=duration)
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
         extra = {"slo": objectives(slo), **server_options(flags)}
         sources = trace_cases(cases, flags, trace)

@@ -35,12 +35,17 @@ class Resume:
         that did not finish)."""
         kept = _unique(s for s in store.read_samples(run_dir) if s.status != "cancelled")
         open_loop = isinstance(plan.load, Rate)
+        timed = plan.pass_seconds("measured") is not None
         if open_loop:
             kept = _whole_passes(kept, suite, plan)
+        elif timed:
+            kept = _ended_passes(kept, plan)
         store.rewrite_samples(run_dir, kept)
         resume = cls(
             done=frozenset(s.key for s in kept),
-            whole_passes=frozenset((s.phase, s.run) for s in kept) if open_loop else frozenset(),
+            whole_passes=(
+                frozenset((s.phase, s.run) for s in kept) if open_loop or timed else frozenset()
+            ),
             clock_offset=max((s.end for s in kept), default=0.0),
         )
         return resume, kept
@@ -54,6 +59,14 @@ def _unique(samples: Iterable[Sample]) -> list[Sample]:
     for sample in samples:
         first.setdefault(sample.key, sample)
     return list(first.values())
+
+
+def _ended_passes(samples: list[Sample], plan: Plan) -> list[Sample]:
+    """A timed closed loop's passes that a later one followed (passes run in order): the last
+    one begun was cut short, and runs again whole."""
+    order = {key: n for n, key in enumerate(plan.passes())}
+    last = max((order[s.phase, s.run] for s in samples), default=-1)
+    return [s for s in samples if order[s.phase, s.run] < last]
 
 
 def _whole_passes(samples: list[Sample], suite: Suite, plan: Plan) -> list[Sample]:

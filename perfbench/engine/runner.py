@@ -98,6 +98,7 @@ class Runner:
         self.aimd = Aimd(shape) if isinstance(shape, Adaptive) else None
         self._limiter: Limiter | None = None
         self._hold = float("-inf")
+        self._timed: tuple[float, int] | None = None  # a timed loop's first measured pass: when
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
         self.collector = Collector()
         self._scrub = scrubber(target)
@@ -143,6 +144,8 @@ class Runner:
         if isinstance(plan.load, Rate):
             cases = max(1, len(self.suite.cases))
             return math.ceil(plan.load.count(cases * plan.repeat) / cases)
+        if plan.duration_s is not None:
+            return histogram.EXACT + 1  # as many as the time allows: perhaps past it
         return plan.repeat
 
     async def _passes(self) -> None:
@@ -171,25 +174,53 @@ class Runner:
         if not todo:  # measured before an interruption: nothing left in this pass
             self.recorder.pass_finished(phase, index)
             return
+        seconds = self.plan.pass_seconds(phase)
         if self.on_pass is not None:
-            self.on_pass(phase, index, len(todo))
+            self.on_pass(phase, index, 0 if seconds is not None else len(todo))
         try:
             if isinstance(self.plan.load, Rate):
                 await self._open_loop(self.plan.load, todo, phase, index, base)
             else:
-                mine = self._mine(len(todo))
-                queue = (task for task in todo if mine(*task))
-                top = self.aimd.shape.maximum if self.aimd else 0
-                workers = self.share.split(top) if self.aimd else self.concurrency
-                starts = self._slot_starts(min(workers, len(todo)), base)
-                async with anyio.create_task_group() as tg:
-                    for at in starts:
-                        tg.start_soon(self._worker, queue, phase, index, at)
+                await self._closed_loop(todo, phase, index, base, seconds)
         finally:
             if self.monitor is not None:
                 self.monitor.pause()  # the pass's statistics are not loop lag
             self.recorder.pass_finished(phase, index)
             self.collector.pass_ended()
+
+    async def _closed_loop(
+        self,
+        todo: list[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        base: float | None,
+        seconds: float | None,
+    ) -> None:
+        """The pass's tasks pulled by its slots from one queue; timed (``seconds``), the queue
+        cycles over the suite and runs dry when the time is up."""
+        top = self.aimd.shape.maximum if self.aimd else 0
+        workers = self.share.split(top) if self.aimd else self.concurrency
+        tasks: Iterator[tuple[Case, int]] = iter(todo)
+        if seconds is not None:
+            tasks = _until(self.clock, self._timed_end(index, seconds, base), _rounds(self.suite))
+        else:
+            workers = min(workers, len(todo))
+        mine = self._mine(len(todo) if seconds is None else self.plan.concurrency)
+        queue = (task for task in tasks if mine(*task))
+        starts = self._slot_starts(workers, base)
+        async with anyio.create_task_group() as tg:
+            for at in starts:
+                tg.start_soon(self._worker, queue, phase, index, at)
+
+    def _timed_end(self, index: int, seconds: float, base: float | None) -> float:
+        """When a timed pass stops starting tasks: the k-th measured pass of this session at
+        k × its share after the first one began, so that the time between passes (their
+        statistics) comes out of the next pass, and the runs together last the duration."""
+        now = self.clock() if base is None else base
+        if self._timed is None:
+            self._timed = (now, index)
+        began, first = self._timed
+        return began + (index - first + 1) * seconds
 
     def _slot_starts(self, slots: int, base: float | None) -> list[float]:
         """When each of this process's closed-loop slots starts (``--ramp-up``): slot i is
@@ -401,6 +432,23 @@ def todo(
         for c in suite.cases
         if (phase, index, c.id, i) not in skip
     ]
+
+
+def _rounds(suite: Suite) -> Iterator[tuple[Case, int]]:
+    """A timed pass's tasks: every case, then every case again, without end."""
+    for iteration in itertools.count():
+        for case in suite.cases:
+            yield case, iteration
+
+
+def _until(
+    clock: Clock, end: float, tasks: Iterator[tuple[Case, int]]
+) -> Iterator[tuple[Case, int]]:
+    """``tasks`` until ``clock`` reaches ``end``: the next task is not started after it."""
+    for task in tasks:
+        if clock() >= end:
+            return
+        yield task
 
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:

@@ -133,6 +133,8 @@ class Session:
         """Tasks this session will run: every pass's tasks, less those a resumed run has."""
         plan = self.plan
         per_pass = len(self.suite.cases) * plan.repeat
+        if plan.pass_seconds("measured") is not None:
+            return 0  # as many as the time allows: no count, no ETA
         if isinstance(plan.load, Rate):
             per_pass = plan.load.count(per_pass)
         return max(0, len(plan.passes()) * per_pass - len(self.resume.done))
@@ -357,11 +359,13 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
 
 def _load(plan: Plan) -> dict[str, Any]:
     shape = plan.load
+    timed = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
     if shape is None:
         return {
             "shape": "fixed",
             "concurrency": plan.concurrency,
             "ramp_up_s": round(plan.ramp_seconds(), 6),
+            **timed,
         }
     kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
-    return {"shape": kind, **asdict(shape)}
+    return {"shape": kind, **asdict(shape), **timed}
