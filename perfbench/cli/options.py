@@ -330,7 +330,9 @@ def levels(text: str | None, name: str) -> tuple[float, ...]:
 
 
 # The options that may go with --resume: any other would change what the run recorded.
-RESUME_KEEPS = frozenset({"resume", "quiet", "as_json", "strict", "details"})
+RESUME_KEEPS = frozenset(
+    {"resume", "quiet", "as_json", "strict", "details", "metrics_port", "abort_on", "abort_grace"}
+)
 _ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
 
 

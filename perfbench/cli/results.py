@@ -26,6 +26,7 @@ from perfbench.cli.output import (
     run_directory,
     write_text,
 )
+from perfbench.cli.watching import DetailsOpt
 from perfbench.errors import GateError
 from perfbench.report import compare_md
 from perfbench.report.format import seconds
@@ -109,14 +110,7 @@ def _run_cell(info: store.RunInfo) -> Text:
 def show(
     run_ref: RunArg,
     root: RootOpt = Path("runs"),
-    details: Annotated[
-        bool,
-        typer.Option(
-            "--details",
-            help="Every table (per language, cost per language and tag, per run, streaming), "
-            "not only the one-screen summary.",
-        ),
-    ] = False,
+    details: DetailsOpt = False,
 ) -> None:
     """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
     with errors():

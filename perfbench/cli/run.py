@@ -12,7 +12,7 @@ import typer
 from rich.console import Console, RenderableType
 
 from perfbench import api
-from perfbench.cli import auto, options
+from perfbench.cli import auto, options, watching
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
@@ -27,17 +27,19 @@ from perfbench.cli.options import (
 )
 from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
+from perfbench.cli.watching import Shown
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.advice import client_bound
+from perfbench.telemetry import Telemetry
 
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
 
 @app.command()
-@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER)
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, watching.WATCHING)
 def run(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -169,16 +171,6 @@ def run(
             "and tasks meeting every one; failed and refused ones count as misses.",
         ),
     ] = None,
-    details: Annotated[
-        bool,
-        typer.Option(
-            "--details",
-            rich_help_panel="Output",
-            help="Print every table (per language, cost per language and tag, per run, "
-            "streaming) instead of the one-screen summary; summary.json and the report always "
-            "have them (perfbench show DIR --details prints them later).",
-        ),
-    ] = False,
     *,
     flags: Flags,
 ) -> None:
@@ -196,9 +188,11 @@ def run(
     options.check_resume(ctx, resume is not None)
     options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
+    with errors():
+        shown = watching.shown(flags)
     if resume is not None:
         code, result = _one(
-            lambda watch: api.resume(resume, watch), flags, strict, max_error_rate, details
+            lambda watch: api.resume(resume, watch), flags, strict, max_error_rate, shown
         )
         raise typer.Exit(code)
     with errors():
@@ -220,7 +214,7 @@ def run(
             result = api.run(spec, watch)
             return api.more_runs(result, wanted, watch) if wanted is not None else result
 
-        code, result = _one(measure, flags, strict, max_error_rate, details)
+        code, result = _one(measure, flags, strict, max_error_rate, shown)
         codes.append(code)
         results.append(result)
         if result.interrupted:
@@ -236,19 +230,26 @@ def _one(
     flags: Flags,
     strict: bool,
     max_error_rate: float,
-    details: bool,
+    shown: Shown,
 ) -> tuple[ExitCode, RunResult]:
     """One run, its progress shown and its tables printed; its exit code."""
-    watch = Watch(sinks(flags["quiet"], flags["as_json"]))
+    telemetry = Telemetry(shown.metrics_port) if shown.metrics_port is not None else None
+    chosen = sinks(flags["quiet"], flags["as_json"])
+    watch = Watch(chosen if telemetry is None else [*chosen, telemetry], abort=shown.abort)
     try:
         with errors():
+            if telemetry is not None:
+                telemetry.open()  # a busy port stops the run before its first task
             result = measure(watch)
     except BaseException:
         watch.failed()
         raise
+    finally:
+        if telemetry is not None:
+            telemetry.close()
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
-    _report(result, code, err if flags["as_json"] else out, details)
+    _report(result, code, err if flags["as_json"] else out, shown.details)
     return code, result
 
 
@@ -285,13 +286,17 @@ def _targets_report(results: list[RunResult], plan: Plan, console: Console) -> N
     console.print(f"Report comparing them: {path}", highlight=False, markup=False, emoji=False)
 
 
+ABORTED_BY = "abort-on: "  # stopped_by of a run an --abort-on limit stopped (events.Progress)
+
+
 def stopped(by: str | None) -> ExitCode:
     return ExitCode.TERMINATED if by == "SIGTERM" else ExitCode.INTERRUPTED
 
 
 def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCode:
     if result.interrupted:
-        return stopped(result.meta.get("stopped_by"))
+        by = result.meta.get("stopped_by") or ""
+        return ExitCode.ABORTED if by.startswith(ABORTED_BY) else stopped(by)
     if error_rate(result) > max_error_rate:
         return ExitCode.ERRORS
     if strict and client_bound(result.summary):
@@ -304,6 +309,10 @@ def _report(result: RunResult, code: ExitCode, console: Console, details: bool) 
     if "runs_auto" in result.meta:
         footer.append(auto.line(result.meta["runs_auto"]))
     footer.append(run_directory(result.run_dir, details))
+    if code == ExitCode.ABORTED:
+        footer.append(
+            f"[red]aborted[/] by --{result.meta['stopped_by']}; what was measured is kept. Exit 9"
+        )
     if code == ExitCode.ERRORS:
         footer.append(
             f"[red]error:[/] {error_rate(result):.0%} of the measured tasks failed (more than "

@@ -159,6 +159,7 @@ class Session:
             meta = self._meta(run_dir, started)
         if run_dir is not None:
             self._open(run_dir, meta)
+        self.observer.controls(self.stop)
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
         raising = True  # until the engine returns: then a failed write is the error to report
