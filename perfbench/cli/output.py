@@ -158,9 +158,10 @@ def print_result(
     where: Console = out,
     details: bool = False,
     footer: Iterable[RenderableType] = (),
+    run_dir: Path | None = None,
 ) -> None:
-    """A run's tables, warnings, ``footer`` (where the run is, its exit code) and headline,
-    as `run` and `show` print them."""
+    """A run's tables, warnings, its directory, ``footer`` (how it ended) and headline, as
+    `run` and `show` print them."""
     if summary["runs"]:
         for section in DETAILS if details else SCREEN:
             shown = section(summary, meta)
@@ -168,6 +169,8 @@ def print_result(
                 where.print(shown)
     for note in advise(summary, meta):
         warning(note, where)
+    if run_dir is not None:
+        where.print(run_directory(run_dir, details), highlight=False)
     for line in footer:
         where.print(line, highlight=False)
     if summary["runs"]:

@@ -17,18 +17,10 @@ from rich.text import Text
 from perfbench import config, store
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.confirm import confirm
-from perfbench.cli.output import (
-    err,
-    errors,
-    out,
-    print_result,
-    print_verdict_json,
-    run_directory,
-    write_text,
-)
+from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
 from perfbench.cli.watching import DetailsOpt
 from perfbench.errors import GateError
-from perfbench.report import compare_md
+from perfbench.report import compare_console, compare_md
 from perfbench.report.format import seconds
 from perfbench.report.junit import junit
 from perfbench.stats.comparable import pair_notes, run_notes
@@ -116,7 +108,7 @@ def show(
     with errors():
         run_dir, meta, summary = sides.load_run(run_ref, root)
         with store.reading(run_dir):
-            print_result(summary, meta, details=details, footer=[run_directory(run_dir, details)])
+            print_result(summary, meta, details=details, run_dir=run_dir)
 
 
 @app.command("compare")
@@ -309,12 +301,14 @@ def _verdict(
     markdown_file: Path | None,
     junit_file: Path | None,
 ) -> None:
-    """Print the verdict (Markdown or JSON) and write the files it goes to. The JSON outcome
-    is the verdict, "inconclusive" included; its exit_code is what the command exits with."""
+    """Print the verdict (JSON; on a terminal drawn, the verdict last; else Markdown) and write
+    the files it goes to. JSON's outcome is the verdict; its exit_code the command's."""
     if as_json:
         print_verdict_json(
             found.result, found.baseline, found.candidate, checked, verdict, int(code), found.notes
         )
+    elif out.is_terminal:
+        out.print(compare_console.render(text), highlight=False)
     else:
         sys.stdout.write(text)
     with errors():
