@@ -71,6 +71,6 @@ def _ended_passes(samples: list[Sample], plan: Plan) -> list[Sample]:
 
 def _whole_passes(samples: list[Sample], suite: Suite, plan: Plan) -> list[Sample]:
     assert isinstance(plan.load, Rate)
-    per_pass = plan.load.count(len(suite.cases) * plan.repeat)
+    per_pass = plan.load.count(suite.per_pass(plan.repeat))
     seen = Counter((s.phase, s.run) for s in samples)
     return [s for s in samples if seen[s.phase, s.run] >= per_pass]

@@ -143,10 +143,11 @@ class Runner:
         plan = self.plan
         if isinstance(plan.load, Rate):
             cases = max(1, len(self.suite.cases))
-            return math.ceil(plan.load.count(cases * plan.repeat) / cases)
+            heaviest = max((c.weight for c in self.suite.cases), default=1)
+            return math.ceil(plan.load.count(self.suite.per_pass(plan.repeat)) / cases) * heaviest
         if plan.duration_s is not None:
             return histogram.EXACT + 1  # as many as the time allows: perhaps past it
-        return plan.repeat
+        return plan.repeat * max((c.weight for c in self.suite.cases), default=1)
 
     async def _passes(self) -> None:
         assert self.monitor is not None
@@ -426,19 +427,21 @@ def todo(
     """A pass's tasks (every worker's), less those a resumed run already has: round by round
     (each case once, then each again), so the mix in flight stays the suite's all through the
     pass, and a pass cut short has measured every case, not the first few."""
+    rounds = plan.repeat * max((c.weight for c in suite.cases), default=1)
     return [
         (c, i)
-        for i in range(plan.repeat)
+        for i in range(rounds)
         for c in suite.cases
-        if (phase, index, c.id, i) not in skip
+        if i < c.weight * plan.repeat and (phase, index, c.id, i) not in skip
     ]
 
 
 def _rounds(suite: Suite) -> Iterator[tuple[Case, int]]:
-    """A timed pass's tasks: every case, then every case again, without end."""
-    for iteration in itertools.count():
+    """A timed pass's tasks: every case (weight times), then again, without end."""
+    for round_ in itertools.count():
         for case in suite.cases:
-            yield case, iteration
+            for k in range(case.weight):
+                yield case, round_ * case.weight + k
 
 
 def _until(
@@ -453,8 +456,9 @@ def _until(
 
 def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:
     """Every task a complete run executes, as Sample keys (phase, run, case, iteration)."""
-    for (phase, run), case, it in itertools.product(plan.passes(), suite.cases, range(plan.repeat)):
-        yield (phase, run, case.id, it)
+    for (phase, run), case in itertools.product(plan.passes(), suite.cases):
+        for it in range(case.weight * plan.repeat):
+            yield (phase, run, case.id, it)
 
 
 _NAMES_KEPT = 10_000  # step names already scrubbed (tools and models repeat: one check each)

@@ -132,7 +132,7 @@ class Session:
     def planned_tasks(self) -> int:
         """Tasks this session will run: every pass's tasks, less those a resumed run has."""
         plan = self.plan
-        per_pass = len(self.suite.cases) * plan.repeat
+        per_pass = self.suite.per_pass(plan.repeat)
         if plan.pass_seconds("measured") is not None:
             return 0  # as many as the time allows: no count, no ETA
         if isinstance(plan.load, Rate):
