@@ -302,7 +302,7 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
 def what_ran(meta: Mapping[str, Any], runs: int) -> str:
     suite = meta["suite"]
     return (
-        f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, digest "
+        f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, "
         f"{suite['digest'][:12]}) · {runs} runs · {meta['status']}"
     )
 
@@ -316,10 +316,10 @@ def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
         rate.append(f"errors {overall['error_rate']['median']:.1%}")
-    rate.append(_cost(summary["pooled"]["overall"], meta))
     times = [_median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95") for p in PCTS]
     times.append(_median(overall, "ttft.p50", "TTFT P50 {}", seconds))
     lines = [" · ".join(r for r in rate if r), " · ".join(t for t in times if t)]
+    lines.append(_cost(summary["pooled"]["overall"], meta))
     first = Text(what_ran(meta, len(summary["runs"])), style="dim")
     return Text("\n").join([first, *(Text(line, style="bold") for line in lines if line)])
 
@@ -342,7 +342,9 @@ def _median(
     m = overall[key]
     value = shown(m["median"])
     if spread and m["min"] != m["max"]:
-        value += f" ({shown(m['min'])}–{shown(m['max'])})"
+        low, high = shown(m["min"]), shown(m["max"])
+        unit = " ms" if low.endswith(" ms") and high.endswith(" ms") else ""
+        value += f" ({low.removesuffix(unit)}–{high})"
     return form.format(value)
 
 
