@@ -64,10 +64,21 @@ class Plan:
     # then finish, and count); warmup passes stay one pass over the suite. None: passes of
     # the suite × repeat.
     duration_s: float | None = None
+    # Ramping stages (`--stages`, load/stages.py): each measured run follows them, its
+    # concurrency the stages' target over time; (seconds, target) each. None: fixed.
+    stages: tuple[tuple[float, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.stages is not None:  # from a JSON document: lists
+            object.__setattr__(self, "stages", tuple((float(s), int(t)) for s, t in self.stages))
 
     def pass_seconds(self, phase: Phase) -> float | None:
         """How long a closed-loop pass goes on starting tasks (None: until the suite is done)."""
-        if self.duration_s is None or phase != "measured" or self.load_is_open():
+        if phase != "measured" or self.load_is_open():
+            return None
+        if self.stages is not None:
+            return sum(seconds for seconds, _ in self.stages)
+        if self.duration_s is None:
             return None
         return self.duration_s / max(1, self.runs)
 
@@ -81,6 +92,8 @@ class Plan:
             return self.load.maximum
         if isinstance(self.load, Rate):
             return self.load.max_in_flight or 0
+        if self.stages is not None:
+            return max(self.concurrency, *(target for _, target in self.stages))
         return self.concurrency
 
     def ramp_seconds(self) -> float:

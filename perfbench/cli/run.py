@@ -27,7 +27,6 @@ from perfbench.cli.options import (
 )
 from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, server_options, trace_cases
-from perfbench.cli.watching import Shown
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
@@ -117,6 +116,16 @@ def run(
             help="Adaptive: factor applied per 429 episode.",
         ),
     ] = 0.8,
+    stages: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Load",
+            help="Ramping stages, k6's: '30s:8,60s:32,30s:0' ramps the tasks in flight "
+            "linearly to 8 over 30 s, to 32 over 60 s, then down to 0 (durations in ms, s, m, "
+            "h); each measured run follows them (one run unless --runs is given). Instead of "
+            "-c, --duration, --rate and --adaptive.",
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -188,19 +197,18 @@ def run(
     options.check_resume(ctx, resume is not None)
     options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
-    with errors():
-        shown = watching.shown(flags)
     if resume is not None:
-        code, result = _one(
-            lambda watch: api.resume(resume, watch), flags, strict, max_error_rate, shown
-        )
+        code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
         raise typer.Exit(code)
     with errors():
         shape = options.load_shape(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
             trace,
         )  # fmt: skip
-        plan = options.plan(flags, concurrency=concurrency, load=shape, duration=duration)
+        flags = options.staged(ctx, flags)
+        plan = options.plan(
+            flags, concurrency=concurrency, load=shape, duration=duration, stages=stages
+        )
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
         extra = {"slo": objectives(slo), **server_options(flags)}
         sources = trace_cases(cases, flags, trace)
@@ -214,7 +222,7 @@ def run(
             result = api.run(spec, watch)
             return api.more_runs(result, wanted, watch) if wanted is not None else result
 
-        code, result = _one(measure, flags, strict, max_error_rate, shown)
+        code, result = _one(measure, flags, strict, max_error_rate)
         codes.append(code)
         results.append(result)
         if result.interrupted:
@@ -226,13 +234,11 @@ def run(
 
 
 def _one(
-    measure: Callable[[Watch], RunResult],
-    flags: Flags,
-    strict: bool,
-    max_error_rate: float,
-    shown: Shown,
+    measure: Callable[[Watch], RunResult], flags: Flags, strict: bool, max_error_rate: float
 ) -> tuple[ExitCode, RunResult]:
     """One run, its progress shown and its tables printed; its exit code."""
+    with errors():
+        shown = watching.shown(flags)
     telemetry = Telemetry(shown.metrics_port) if shown.metrics_port is not None else None
     chosen = sinks(flags["quiet"], flags["as_json"])
     watch = Watch(chosen if telemetry is None else [*chosen, telemetry], abort=shown.abort)

@@ -26,7 +26,7 @@ from perfbench.engine.monitor import ClientMonitor
 from perfbench.engine.resume import Resume, TaskKey
 from perfbench.engine.share import Share
 from perfbench.http.redact import Redactor, environment_secrets
-from perfbench.load import Adaptive, Rate
+from perfbench.load import Adaptive, Rate, stages
 from perfbench.load.aimd import Aimd
 from perfbench.load.arrivals import schedule
 from perfbench.sample import Phase, Sample
@@ -145,7 +145,7 @@ class Runner:
             cases = max(1, len(self.suite.cases))
             heaviest = max((c.weight for c in self.suite.cases), default=1)
             return math.ceil(plan.load.count(self.suite.per_pass(plan.repeat)) / cases) * heaviest
-        if plan.duration_s is not None:
+        if plan.pass_seconds("measured") is not None:
             return histogram.EXACT + 1  # as many as the time allows: perhaps past it
         return plan.repeat * max((c.weight for c in self.suite.cases), default=1)
 
@@ -202,6 +202,13 @@ class Runner:
         top = self.aimd.shape.maximum if self.aimd else 0
         workers = self.share.split(top) if self.aimd else self.concurrency
         tasks: Iterator[tuple[Case, int]] = iter(todo)
+        staged = self.plan.stages if phase == "measured" else None
+        if staged is not None and seconds is not None:
+            began = self.clock() if base is None else base
+            tasks = _until(self.clock, began + seconds, _rounds(self.suite))
+            mine = self._mine(self.plan.concurrency)
+            await self._staged(staged, (t for t in tasks if mine(*t)), phase, index, began)
+            return
         if seconds is not None:
             tasks = _until(self.clock, self._timed_end(index, seconds, base), _rounds(self.suite))
         else:
@@ -212,6 +219,43 @@ class Runner:
         async with anyio.create_task_group() as tg:
             for at in starts:
                 tg.start_soon(self._worker, queue, phase, index, at)
+
+    async def _staged(
+        self,
+        staged: stages.Stages,
+        queue: Iterator[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        began: float,
+    ) -> None:
+        """A pass under ramping stages: global slot k works while the target is above k."""
+        share = self.share
+        slots = [n * share.count + share.index for n in range(share.split(stages.peak(staged)))]
+        async with anyio.create_task_group() as tg:
+            for slot in slots:
+                tg.start_soon(self._stage_slot, staged, slot, queue, phase, index, began)
+
+    async def _stage_slot(
+        self,
+        staged: stages.Stages,
+        slot: int,
+        queue: Iterator[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        began: float,
+    ) -> None:
+        while True:
+            wake = stages.next_active(staged, slot, self.clock() - began)
+            if wake is None:
+                return
+            if began + wake > self.clock():
+                await sleep_until(self.clock, began + wake)
+                continue
+            task = next(queue, None)
+            if task is None:
+                return
+            await self._one_shot(task[0], phase, index, task[1], None)
+            await self._fair_share()
 
     def _timed_end(self, index: int, seconds: float, base: float | None) -> float:
         """When a timed pass stops starting tasks: the k-th measured pass of this session at
@@ -294,10 +338,12 @@ class Runner:
         self._record(sample)
 
     async def _one_shot(
-        self, case: Case, phase: Phase, run: int, iteration: int, intended: float
+        self, case: Case, phase: Phase, run: int, iteration: int, intended: float | None
     ) -> None:
+        """One task to its end or its timeout; ``intended``: its scheduled start (open loop)."""
         task = self._start(case, phase, run, iteration)
-        task.scheduled = intended - self.t0
+        if intended is not None:
+            task.scheduled = intended - self.t0
         try:
             with anyio.move_on_after(case.timeout_s):
                 self._finish(await self._attempt(task), task)

@@ -360,7 +360,9 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
 
 def _load(plan: Plan) -> dict[str, Any]:
     shape = plan.load
-    timed = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
+    timed: dict[str, Any] = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
+    if plan.stages is not None:
+        timed["stages"] = [list(stage) for stage in plan.stages]
     if shape is None:
         return {
             "shape": "fixed",
