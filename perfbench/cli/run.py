@@ -32,7 +32,6 @@ from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.advice import client_bound
-from perfbench.telemetry import Telemetry
 
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
@@ -239,7 +238,11 @@ def _one(
     """One run, its progress shown and its tables printed; its exit code."""
     with errors():
         shown = watching.shown(flags)
-    telemetry = Telemetry(shown.metrics_port) if shown.metrics_port is not None else None
+    telemetry = None
+    if shown.metrics_port is not None:  # prometheus-client's server: imported when asked for
+        from perfbench.telemetry import Telemetry
+
+        telemetry = Telemetry(shown.metrics_port)
     chosen = sinks(flags["quiet"], flags["as_json"])
     watch = Watch(chosen if telemetry is None else [*chosen, telemetry], abort=shown.abort)
     try:
