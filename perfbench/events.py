@@ -41,6 +41,8 @@ from rich.text import Text
 
 from perfbench.engine.observer import Engine, RunObserver
 from perfbench.sample import STATUSES, Phase, Sample
+from perfbench.stats import abort as limits
+from perfbench.stats.abort import AbortOn
 from perfbench.stats.histogram import Histogram
 
 Snapshot = dict[str, Any]
@@ -70,6 +72,7 @@ class Progress(RunObserver):
         clock: Callable[[], float] = time.monotonic,
         limit: Callable[[], float | None] = lambda: None,
         in_flight: Callable[[], int | None] = lambda: None,
+        abort: AbortOn | None = None,
     ) -> None:
         self.sinks, self.every, self.clock, self.limit = sinks, every, clock, limit
         # Tasks in flight now, from the runner (with workers: all of them); None: the latest
@@ -85,6 +88,13 @@ class Progress(RunObserver):
         self._next = self.t0 + every
         self._wants_tasks = [s for s in sinks if getattr(s, "wants_tasks", False)]
         self.phase_name = "starting"
+        self.abort = abort
+        self.aborted: str | None = None  # the limit that stopped the run, as stopped_by
+        self._stop: Callable[[str | None], None] = lambda reason: None
+        self._measured: tuple[float, int, int] | None = None  # since: when, done, ok
+
+    def controls(self, stop: Callable[[str | None], None]) -> None:
+        self._stop = stop
 
     def run_started(self, meta: Mapping[str, Any], planned: int, engine: Engine) -> None:
         self.planned = planned
@@ -95,7 +105,8 @@ class Progress(RunObserver):
         self.phase(phase, run, tasks)
 
     def wants_samples(self) -> bool:
-        return bool(self.sinks)  # --quiet: nobody watches, no sample needs decoding
+        # --quiet: nobody watches, no sample needs decoding (unless limits are checked)
+        return bool(self.sinks) or self.abort is not None
 
     def started(self, meta: dict[str, Any]) -> None:
         """A run begins: counting starts afresh (a sweep reuses one Progress per level)."""
@@ -104,11 +115,14 @@ class Progress(RunObserver):
         self.latency = Histogram()
         self.t0 = self.clock()
         self._next = self.t0 + self.every
+        self._measured = None
         for sink in self.sinks:
             sink.started(meta, self.snapshot())
 
     def phase(self, phase: Phase, index: int, tasks: int) -> None:
         self.phase_name = f"{phase} {index + 1}" if phase == "measured" else phase
+        if phase == "measured" and self._measured is None:
+            self._measured = (self.clock(), self.done, self.counts["ok"])
         for sink in self.sinks:
             sink.phase(phase, index, tasks, self.snapshot())
 
@@ -130,6 +144,19 @@ class Progress(RunObserver):
         snap = self.snapshot()
         for sink in self.sinks:
             sink.tick(snap)
+        if self.abort is not None and self.aborted is None and self._measured is not None:
+            self._check(self.abort, *self._measured)
+
+    def _check(self, abort: AbortOn, since: float, done_before: int, ok_before: int) -> None:
+        """Stop the run when the measured tasks so far cross an --abort-on limit."""
+        done, ok = self.done - done_before, self.counts["ok"] - ok_before
+        figures = limits.figures(done, ok, self.latency.percentiles(limits.PERCENTILES))
+        crossed = abort.crossed(figures, self.clock() - since, done)
+        if crossed is not None:
+            value = figures[crossed.metric]
+            assert value is not None
+            self.aborted = "abort-on: " + limits.describe(crossed, value)
+            self._stop(self.aborted)
 
     def finished(self, status: str, exit_code: int, run_dir: str | None) -> None:
         snap = self.snapshot()

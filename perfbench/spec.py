@@ -60,6 +60,31 @@ class Plan:
     # (ramp_seconds). All at once, the slots' tasks finish together and restart together for
     # the whole pass: each wave of completions queues in the client and is timed late.
     ramp_up: float | None = 0.0
+    # Closed loop bounded by time (`-c N --duration S`, k6's habit): the measured runs share
+    # these seconds evenly, each cycling over the suite until its share is up (tasks in flight
+    # then finish, and count); warmup passes stay one pass over the suite. None: passes of
+    # the suite × repeat.
+    duration_s: float | None = None
+    # Ramping stages (`--stages`, load/stages.py): each measured run follows them, its
+    # concurrency the stages' target over time; (seconds, target) each. None: fixed.
+    stages: tuple[tuple[float, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.stages is not None:  # from a JSON document: lists
+            object.__setattr__(self, "stages", tuple((float(s), int(t)) for s, t in self.stages))
+
+    def pass_seconds(self, phase: Phase) -> float | None:
+        """How long a closed-loop pass goes on starting tasks (None: until the suite is done)."""
+        if phase != "measured" or self.load_is_open():
+            return None
+        if self.stages is not None:
+            return sum(seconds for seconds, _ in self.stages)
+        if self.duration_s is None:
+            return None
+        return self.duration_s / max(1, self.runs)
+
+    def load_is_open(self) -> bool:
+        return isinstance(self.load, Rate)
 
     def connections(self) -> int:
         """Connections a target's client must keep so that no task waits on its pool: the
@@ -68,6 +93,8 @@ class Plan:
             return self.load.maximum
         if isinstance(self.load, Rate):
             return self.load.max_in_flight or 0
+        if self.stages is not None:
+            return max(self.concurrency, *(target for _, target in self.stages))
         return self.concurrency
 
     def ramp_seconds(self) -> float:

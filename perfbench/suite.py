@@ -153,6 +153,9 @@ class Case(_Strict):
     # pydantic-ai); false: one after the other.
     parallel_tools: bool = True
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    # Its share of the mix (Locust's task weights): executed weight × --repeat times a pass,
+    # interleaved round by round with the other cases; in a timed or open loop, as often.
+    weight: int = Field(default=1, ge=1, le=1000)
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     # The exact output length asked: model clients send it as max_tokens with the extras
@@ -225,7 +228,12 @@ class _Found:
 
 # Fields added after suites were first digested: left out at their default, so a suite that
 # does not use them keeps its digest (and stays comparable with runs made before).
-_LATER_FIELDS: dict[str, Any] = {"parallel_tools": True, "output_tokens": None, "turns": None}
+_LATER_FIELDS: dict[str, Any] = {
+    "parallel_tools": True,
+    "output_tokens": None,
+    "turns": None,
+    "weight": 1,
+}
 
 
 def _canonical(case: Case) -> dict[str, Any]:
@@ -250,6 +258,10 @@ class Suite:
         canon = [_canonical(c) for c in sorted(self.cases, key=lambda c: c.id)]
         blob = json.dumps(canon, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
+
+    def per_pass(self, repeat: int) -> int:
+        """Tasks in one pass over the suite: each case weight × ``repeat`` times."""
+        return sum(c.weight for c in self.cases) * repeat
 
     @property
     def languages(self) -> list[str]:

@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     INCONCLUSIVE = 6  # compare --strict: a big change that more runs must confirm
     CLIENT_BOUND = 7  # run --strict: perfbench itself may have set the pace (lag, CPU, ceiling)
     ERRORS = 8  # run, sweep (its lowest level): more tasks failed than --max-error-rate allows
+    ABORTED = 9  # run --abort-on: a limit was crossed while it worked; what was measured is kept
     INTERRUPTED = 130  # stopped with Ctrl-C; what was measured is kept
     TERMINATED = 143  # stopped by SIGTERM (a CI job cancelled, `timeout`); likewise kept
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from perfbench.load import Adaptive, Load, Rate
+from perfbench.load import stages as ramping
 from perfbench.load import trace as trace_file
 from perfbench.spec import Plan, TargetSpec, auto_workers
 from perfbench.targets.retry import MAX_WAIT_S
@@ -216,8 +217,16 @@ def target_spec(flags: Flags) -> TargetSpec:
     return specs[0]
 
 
-def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Plan:
-    """The plan the flags describe, its worker count settled (``--workers auto``)."""
+def plan(
+    flags: Flags,
+    *,
+    concurrency: int = 1,
+    load: Load | None = None,
+    duration: float | None = None,
+    stages: str | None = None,
+) -> Plan:
+    """The plan the flags describe, its worker count settled (``--workers auto``);
+    ``duration``: a closed loop's measured seconds (an open loop's are its load's)."""
     made = Plan(
         runs=runs(flags["runs"]),
         warmup=flags["warmup"],
@@ -227,6 +236,8 @@ def plan(flags: Flags, *, concurrency: int = 1, load: Load | None = None) -> Pla
         load=load,
         ramp_up=ramp(flags["ramp_up"]),
         ray=flags["ray"],
+        duration_s=None if isinstance(load, Rate) else duration,
+        stages=ramping.parse(stages) if stages else None,
     )
     return replace(made, workers=workers(flags["workers"], made))
 
@@ -292,8 +303,8 @@ def load_shape(
     if rate is not None:
         kind: Literal["constant", "poisson"] = "poisson" if arrival == "poisson" else "constant"
         return Rate(rate, kind, duration, max_in_flight)
-    if duration is not None or max_in_flight is not None:
-        raise typer.BadParameter("--duration and --max-in-flight go with --rate")
+    if max_in_flight is not None:
+        raise typer.BadParameter("--max-in-flight goes with --rate")
     if adaptive:
         return Adaptive(start=start, maximum=maximum, decrease=decrease)
     return None
@@ -328,8 +339,11 @@ def levels(text: str | None, name: str) -> tuple[float, ...]:
 
 
 # The options that may go with --resume: any other would change what the run recorded.
-RESUME_KEEPS = frozenset({"resume", "quiet", "as_json", "strict"})
+RESUME_KEEPS = frozenset(
+    {"resume", "quiet", "as_json", "strict", "details", "metrics_port", "abort_on", "abort_grace"}
+)
 _ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
+_NOT_STAGED = {"concurrency", "rate", "adaptive", "duration", "trace", "ramp_up"}
 
 
 def given(ctx: typer.Context) -> list[Any]:
@@ -353,9 +367,18 @@ def check_resume(ctx: typer.Context, resuming: bool) -> None:
         )
 
 
+def staged(ctx: typer.Context, flags: Flags) -> Flags:
+    """With --stages, one run unless --runs says otherwise: the stages are the whole test."""
+    if ctx.params.get("stages") and not _on_command_line(ctx, "runs"):
+        return {**flags, "runs": "1"}
+    return flags
+
+
 def check_load(ctx: typer.Context, rate: bool, adaptive: bool) -> None:
     """Options given on the command line that the run would ignore are errors, not silence."""
     params = given(ctx)
+    if ctx.params.get("stages") and (bad := flag_names(params, _NOT_STAGED)):
+        raise typer.BadParameter(f"{bad}: --stages sets the load over time; drop them")
     closed = flag_names(params, {"concurrency", "ramp_up"})
     if (rate or adaptive) and closed:
         raise typer.BadParameter(

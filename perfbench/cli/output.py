@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -132,27 +132,70 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def print_result(summary: Mapping[str, Any], meta: Mapping[str, Any], where: Console = out) -> None:
-    """A run's tables and warnings, as `run` and `show` print them."""
-    where.print(tables.overview(summary, meta))
+# What a run prints, in order: each entry gives a renderable or None (nothing to show). The
+# default screen is SCREEN, then warnings, then the headline last, where the terminal leaves
+# it; --details prints DETAILS instead of SCREEN. A table or note for every run is one entry.
+Section = Callable[[Mapping[str, Any], Mapping[str, Any]], RenderableType | None]
+SCREEN: tuple[Section, ...] = (
+    lambda summary, meta: tables.notes(summary, meta),
+    tables.case_summary,
+    lambda summary, meta: _agent_split(summary),
+    lambda summary, meta: tables.failure_table(summary),
+)
+DETAILS: tuple[Section, ...] = (
+    lambda summary, meta: tables.notes(summary, meta, details=True),
+    tables.case_table,
+    lambda summary, meta: tables.language_table(summary),
+    tables.cost_table,
+    lambda summary, meta: tables.cost_table(summary, meta, "tags"),
+    lambda summary, meta: tables.run_table(summary),
+    lambda summary, meta: time_split.table(summary),
+    lambda summary, meta: tables.serving_table(summary),
+    lambda summary, meta: tables.failure_table(summary),
+)
+
+
+def _agent_split(summary: Mapping[str, Any]) -> RenderableType | None:
+    """The time split on the short screen only where an agent spent time of its own (a `cmd:`
+    or HTTP agent): there it is the first question (start-up or model?); for a model endpoint
+    the case table already says it, and --details has it."""
+    agent = summary["pooled"]["overall"].get("time_split", {}).get("agent")
+    return time_split.table(summary) if agent and agent.get("p50") else None
+
+
+def print_result(
+    summary: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    where: Console = out,
+    details: bool = False,
+    footer: Iterable[RenderableType] = (),
+    run_dir: Path | None = None,
+) -> None:
+    """A run's tables, warnings, its directory, ``footer`` (how it ended) and headline, as
+    `run` and `show` print them."""
     if summary["runs"]:
-        where.print(tables.case_table(summary, meta))
-        where.print(tables.language_table(summary))
-        where.print(tables.cost_table(summary, meta))
-        if summary["pooled"].get("tags"):
-            where.print(tables.cost_table(summary, meta, "tags"))
-        where.print(tables.run_table(summary))
-        split = time_split.table(summary)  # report/time_split.py
-        if split is not None:
-            where.print(split)
-        serving = tables.serving_table(summary)
-        if serving is not None:
-            where.print(serving)
-        failures = tables.failure_table(summary)
-        if failures is not None:
-            where.print(failures)
+        for section in DETAILS if details else SCREEN:
+            shown = section(summary, meta)
+            if shown is not None:
+                where.print(shown)
     for note in advise(summary, meta):
         warning(note, where)
+    if run_dir is not None:
+        where.print(run_directory(run_dir, details), highlight=False)
+    for line in footer:
+        where.print(line, highlight=False)
+    if summary["runs"]:
+        where.print(tables.headline(summary, meta), highlight=False)
+    else:
+        where.print(tables.what_ran(meta, 0), highlight=False, markup=False)
+
+
+def run_directory(run_dir: Path | None, details: bool) -> Text:
+    """Where the run is, and (on the short screen) how to see every table of it."""
+    line = Text.assemble("Run directory: ", (str(run_dir), "bold"))
+    if run_dir is not None and not details:
+        line.append(" (--details: every table)", style="dim")
+    return line
 
 
 def warning(message: str, where: Console = err) -> None:

@@ -19,8 +19,9 @@ from perfbench.cli import otlp
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.confirm import confirm, gate_rules
 from perfbench.cli.output import err, errors, out, print_result, print_verdict_json, write_text
+from perfbench.cli.watching import DetailsOpt
 from perfbench.errors import GateError
-from perfbench.report import compare_md
+from perfbench.report import compare_console, compare_md
 from perfbench.report.format import seconds
 from perfbench.report.junit import junit
 from perfbench.stats.comparable import pair_notes, run_notes, stamp_notes
@@ -100,13 +101,16 @@ def _run_cell(info: store.RunInfo) -> Text:
 
 
 @app.command()
-def show(run_ref: RunArg, root: RootOpt = Path("runs")) -> None:
+def show(
+    run_ref: RunArg,
+    root: RootOpt = Path("runs"),
+    details: DetailsOpt = False,
+) -> None:
     """Print one run's summary (recomputed from samples.jsonl if the run never finished)."""
     with errors():
         run_dir, meta, summary = sides.load_run(run_ref, root)
         with store.reading(run_dir):
-            print_result(summary, meta)
-    out.print(f"Run directory: [bold]{run_dir}[/]", highlight=False)
+            print_result(summary, meta, details=details, run_dir=run_dir)
 
 
 @app.command("compare")
@@ -305,12 +309,14 @@ def _verdict(
     markdown_file: Path | None,
     junit_file: Path | None,
 ) -> None:
-    """Print the verdict (Markdown or JSON) and write the files it goes to. The JSON outcome
-    is the verdict, "inconclusive" included; its exit_code is what the command exits with."""
+    """Print the verdict (JSON; on a terminal drawn, the verdict last; else Markdown) and write
+    the files it goes to. JSON's outcome is the verdict; its exit_code the command's."""
     if as_json:
         print_verdict_json(
             found.result, found.baseline, found.candidate, checked, verdict, int(code), found.notes
         )
+    elif out.is_terminal:
+        out.print(compare_console.render(text), highlight=False)
     else:
         sys.stdout.write(text)
     with errors():

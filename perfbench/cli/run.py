@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.text import Text
 
 from perfbench import api
-from perfbench.cli import auto, options, otlp
+from perfbench.cli import auto, options, otlp, watching
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
@@ -25,7 +26,7 @@ from perfbench.cli.options import (
     Flags,
     shared,
 )
-from perfbench.cli.output import err, errors, out, print_result
+from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, scenario_load, server_options, trace_cases
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
@@ -37,7 +38,7 @@ MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not
 
 
 @app.command()
-@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER)
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, watching.WATCHING)
 def run(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -67,7 +68,10 @@ def run(
         typer.Option(
             rich_help_panel="Load",
             min=0.001,
-            help="Open loop: seconds per run (default: one pass over the suite × --repeat).",
+            help="Open loop (--rate): seconds per run. Closed loop (-c N, k6's habit): "
+            "seconds of measurement in all, shared by the --runs, each cycling over the suite "
+            "until its share is up (tasks in flight then finish, and count), after the warmup "
+            "pass. Default: one pass over the suite × --repeat per run.",
         ),
     ] = None,
     trace: Annotated[
@@ -112,6 +116,16 @@ def run(
             help="Adaptive: factor applied per 429 episode.",
         ),
     ] = 0.8,
+    stages: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel="Load",
+            help="Ramping stages, k6's: '30s:8,60s:32,30s:0' ramps the tasks in flight "
+            "linearly to 8 over 30 s, to 32 over 60 s, then down to 0 (durations in ms, s, m, "
+            "h); each measured run follows them (one run unless --runs is given). Instead of "
+            "-c, --duration, --rate and --adaptive.",
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -208,7 +222,10 @@ def run(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
             trace,
         )  # fmt: skip
-        plan = options.plan(flags, concurrency=concurrency, load=shape)
+        flags = options.staged(ctx, flags)
+        plan = options.plan(
+            flags, concurrency=concurrency, load=shape, duration=duration, stages=stages
+        )
         wanted = auto.wanted(detect, max_runs) if flags["runs"] == "auto" else None
         extra = {"slo": objectives(slo), "scenario": scenario, **server_options(flags)}
         sources = trace_cases(cases, flags, trace)
@@ -238,16 +255,29 @@ def _one(
     measure: Callable[[Watch], RunResult], flags: Flags, strict: bool, max_error_rate: float
 ) -> tuple[ExitCode, RunResult]:
     """One run, its progress shown and its tables printed; its exit code."""
-    watch = Watch(sinks(flags["quiet"], flags["as_json"]))
+    with errors():
+        shown = watching.shown(flags)
+    telemetry = None
+    if shown.metrics_port is not None:  # prometheus-client's server: imported when asked for
+        from perfbench.telemetry import Telemetry
+
+        telemetry = Telemetry(shown.metrics_port)
+    chosen = sinks(flags["quiet"], flags["as_json"])
+    watch = Watch(chosen if telemetry is None else [*chosen, telemetry], abort=shown.abort)
     try:
         with errors():
+            if telemetry is not None:
+                telemetry.open()  # a busy port stops the run before its first task
             result = measure(watch)
     except BaseException:
         watch.failed()
         raise
+    finally:
+        if telemetry is not None:
+            telemetry.close()
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
-    _report(result, code, err if flags["as_json"] else out)
+    _report(result, code, err if flags["as_json"] else out, shown.details)
     return code, result
 
 
@@ -291,13 +321,17 @@ def _targets_report(results: list[RunResult], plan: Plan, console: Console) -> N
     console.print(f"Report comparing them: {path}", highlight=False, markup=False, emoji=False)
 
 
+ABORTED_BY = "abort-on: "  # stopped_by of a run an --abort-on limit stopped (events.Progress)
+
+
 def stopped(by: str | None) -> ExitCode:
     return ExitCode.TERMINATED if by == "SIGTERM" else ExitCode.INTERRUPTED
 
 
 def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCode:
     if result.interrupted:
-        return stopped(result.meta.get("stopped_by"))
+        by = result.meta.get("stopped_by") or ""
+        return ExitCode.ABORTED if by.startswith(ABORTED_BY) else stopped(by)
     if error_rate(result) > max_error_rate:
         return ExitCode.ERRORS
     if strict and client_bound(result.summary):
@@ -305,30 +339,28 @@ def _exit_code(result: RunResult, strict: bool, max_error_rate: float) -> ExitCo
     return ExitCode.OK
 
 
-def _report(result: RunResult, code: ExitCode, console: Console) -> None:
-    print_result(result.summary, result.meta, console)
+def _report(result: RunResult, code: ExitCode, console: Console, details: bool) -> None:
+    footer: list[RenderableType] = []
     if "runs_auto" in result.meta:
-        console.print(auto.line(result.meta["runs_auto"]), highlight=False)
-    console.print(f"Run directory: [bold]{result.run_dir}[/]", highlight=False)
+        footer.append(auto.line(result.meta["runs_auto"]))
+    footer.append(run_directory(result.run_dir, details))
     if result.interrupted and result.run_dir is not None:
-        console.print(
-            f"Stopped: continue with perfbench run --resume {result.run_dir}",
-            highlight=False,
-            markup=False,
-            emoji=False,
-            soft_wrap=True,  # a command to copy: never broken over lines
+        # A command to copy: never broken over lines, no markup read in a path.
+        footer.append(
+            Text(f"Stopped: continue with perfbench run --resume {result.run_dir}", no_wrap=True)
+        )
+    if code == ExitCode.ABORTED:
+        footer.append(
+            f"[red]aborted[/] by --{result.meta['stopped_by']}; what was measured is kept. Exit 9"
         )
     if code == ExitCode.ERRORS:
-        console.print(
+        footer.append(
             f"[red]error:[/] {error_rate(result):.0%} of the measured tasks failed (more than "
-            "--max-error-rate allows); the failures above say why. Exit 8",
-            highlight=False,
+            "--max-error-rate allows); the failures above say why. Exit 8"
         )
     if code == ExitCode.CLIENT_BOUND:
-        console.print(
-            "[red]--strict:[/] the client may have set the pace (warnings above); exit 7",
-            highlight=False,
-        )
+        footer.append("[red]--strict:[/] the client may have set the pace (warnings above); exit 7")
+    print_result(result.summary, result.meta, console, details, footer)
 
 
 def sinks(quiet: bool, as_json: bool) -> list[Sink]:

@@ -6,7 +6,7 @@ A sweep calls the run hooks for every level's run, then ``level_finished``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,6 +31,10 @@ class Engine(Protocol):
 class RunObserver:
     def run_started(self, meta: Mapping[str, Any], planned: int, engine: Engine) -> None:
         """The run directory exists (``meta`` has its id); ``planned`` tasks are to run."""
+
+    def controls(self, stop: Callable[[str | None], None]) -> None:
+        """The run's ``stop(reason)``, handed over before it starts: an observer may end the
+        run (``--abort-on``) as the first Ctrl-C does; ``reason`` goes to ``stopped_by``."""
 
     def pass_started(self, phase: Phase, run: int, tasks: int) -> None:
         """A pass begins with ``tasks`` tasks (those a resumed run still has to do)."""

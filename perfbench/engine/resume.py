@@ -37,13 +37,18 @@ class Resume:
         resumed after its tasks were stopped in backoff showed 0.00 429s a task, 0.25 whole)."""
         kept = [s for s in store.unique(store.read_samples(run_dir)) if _worth_keeping(s)]
         open_loop = isinstance(plan.load, Rate)
+        timed = plan.pass_seconds("measured") is not None
         if open_loop:
             kept = _whole_passes(kept, suite, plan)
+        elif timed:
+            kept = _ended_passes(kept, plan)
         store.rewrite_samples(run_dir, kept)
         finished = [s for s in kept if s.status != "cancelled"]
         resume = cls(
             done=frozenset(s.key for s in finished),
-            whole_passes=frozenset((s.phase, s.run) for s in kept) if open_loop else frozenset(),
+            whole_passes=(
+                frozenset((s.phase, s.run) for s in kept) if open_loop or timed else frozenset()
+            ),
             clock_offset=max((s.end for s in kept if math.isfinite(s.end)), default=0.0),
         )
         return resume, kept
@@ -53,8 +58,16 @@ def _worth_keeping(sample: Sample) -> bool:
     return sample.status != "cancelled" or bool(sample.throttled or sample.retries)
 
 
+def _ended_passes(samples: list[Sample], plan: Plan) -> list[Sample]:
+    """A timed closed loop's passes that a later one followed (passes run in order): the last
+    one begun was cut short, and runs again whole."""
+    order = {key: n for n, key in enumerate(plan.passes())}
+    last = max((order[s.phase, s.run] for s in samples), default=-1)
+    return [s for s in samples if order[s.phase, s.run] < last]
+
+
 def _whole_passes(samples: list[Sample], suite: Suite, plan: Plan) -> list[Sample]:
     assert isinstance(plan.load, Rate)
-    per_pass = plan.load.count(len(suite.cases) * plan.repeat)
+    per_pass = plan.load.count(suite.per_pass(plan.repeat))
     seen = Counter((s.phase, s.run) for s in samples if s.status != "cancelled")
     return [s for s in samples if seen[s.phase, s.run] >= per_pass]

@@ -26,7 +26,7 @@ from perfbench.engine.monitor import ClientMonitor
 from perfbench.engine.resume import Resume, TaskKey
 from perfbench.engine.share import Share
 from perfbench.http.redact import Redactor, environment_secrets
-from perfbench.load import Adaptive, Rate
+from perfbench.load import Adaptive, Rate, stages
 from perfbench.load.aimd import MAX_HOLD_S, Aimd
 from perfbench.load.arrivals import schedule
 from perfbench.sample import Phase, Sample
@@ -100,6 +100,7 @@ class Runner:
         self.aimd = Aimd(shape, max_wait_s) if isinstance(shape, Adaptive) else None
         self._limiter: Limiter | None = None
         self._hold = float("-inf")
+        self._timed: tuple[float, int] | None = None  # a timed loop's first measured pass: when
         self.monitor: ClientMonitor | None = None  # made by run(), on the run's clock
         self.collector = Collector()
         self._scrub = scrubber(target)
@@ -144,8 +145,11 @@ class Runner:
         plan = self.plan
         if isinstance(plan.load, Rate):
             cases = max(1, len(self.suite.cases))
-            return math.ceil(plan.load.count(cases * plan.repeat) / cases)
-        return plan.repeat
+            heaviest = max((c.weight for c in self.suite.cases), default=1)
+            return math.ceil(plan.load.count(self.suite.per_pass(plan.repeat)) / cases) * heaviest
+        if plan.pass_seconds("measured") is not None:
+            return histogram.EXACT + 1  # as many as the time allows: perhaps past it
+        return plan.repeat * max((c.weight for c in self.suite.cases), default=1)
 
     async def _passes(self) -> None:
         assert self.monitor is not None
@@ -173,25 +177,99 @@ class Runner:
         if not todo:  # measured before an interruption: nothing left in this pass
             self.recorder.pass_finished(phase, index)
             return
+        seconds = self.plan.pass_seconds(phase)
         if self.on_pass is not None:
-            self.on_pass(phase, index, pass_size(self.plan, len(todo)))
+            self.on_pass(
+                phase, index, 0 if seconds is not None else pass_size(self.plan, len(todo))
+            )
         try:
             if isinstance(self.plan.load, Rate):
                 await self._open_loop(self.plan.load, todo, phase, index, base)
             else:
-                mine = self._mine(len(todo))
-                queue = (task for task in todo if mine(*task))
-                top = self.aimd.shape.maximum if self.aimd else 0
-                workers = self.share.split(top) if self.aimd else self.concurrency
-                starts = self._slot_starts(min(workers, len(todo)), base)
-                async with anyio.create_task_group() as tg:
-                    for at in starts:
-                        tg.start_soon(self._worker, queue, phase, index, at)
+                await self._closed_loop(todo, phase, index, base, seconds)
         finally:
             if self.monitor is not None:
                 self.monitor.pause()  # the pass's statistics are not loop lag
             self.recorder.pass_finished(phase, index)
             self.collector.pass_ended()
+
+    async def _closed_loop(
+        self,
+        todo: list[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        base: float | None,
+        seconds: float | None,
+    ) -> None:
+        """The pass's tasks pulled by its slots from one queue; timed (``seconds``), the queue
+        cycles over the suite and runs dry when the time is up."""
+        top = self.aimd.shape.maximum if self.aimd else 0
+        workers = self.share.split(top) if self.aimd else self.concurrency
+        tasks: Iterator[tuple[Case, int]] = iter(todo)
+        staged = self.plan.stages if phase == "measured" else None
+        if staged is not None and seconds is not None:
+            began = self.clock() if base is None else base
+            tasks = _until(self.clock, began + seconds, _rounds(self.suite))
+            mine = self._mine(self.plan.concurrency)
+            await self._staged(staged, (t for t in tasks if mine(*t)), phase, index, began)
+            return
+        if seconds is not None:
+            tasks = _until(self.clock, self._timed_end(index, seconds, base), _rounds(self.suite))
+        else:
+            workers = min(workers, len(todo))
+        mine = self._mine(len(todo) if seconds is None else self.plan.concurrency)
+        queue = (task for task in tasks if mine(*task))
+        starts = self._slot_starts(workers, base)
+        async with anyio.create_task_group() as tg:
+            for at in starts:
+                tg.start_soon(self._worker, queue, phase, index, at)
+
+    async def _staged(
+        self,
+        staged: stages.Stages,
+        queue: Iterator[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        began: float,
+    ) -> None:
+        """A pass under ramping stages: global slot k works while the target is above k."""
+        share = self.share
+        slots = [n * share.count + share.index for n in range(share.split(stages.peak(staged)))]
+        async with anyio.create_task_group() as tg:
+            for slot in slots:
+                tg.start_soon(self._stage_slot, staged, slot, queue, phase, index, began)
+
+    async def _stage_slot(
+        self,
+        staged: stages.Stages,
+        slot: int,
+        queue: Iterator[tuple[Case, int]],
+        phase: Phase,
+        index: int,
+        began: float,
+    ) -> None:
+        while True:
+            wake = stages.next_active(staged, slot, self.clock() - began)
+            if wake is None:
+                return
+            if began + wake > self.clock():
+                await sleep_until(self.clock, began + wake)
+                continue
+            task = next(queue, None)
+            if task is None:
+                return
+            await self._one_shot(task[0], phase, index, task[1], None)
+            await self._fair_share()
+
+    def _timed_end(self, index: int, seconds: float, base: float | None) -> float:
+        """When a timed pass stops starting tasks: the k-th measured pass of this session at
+        k × its share after the first one began, so that the time between passes (their
+        statistics) comes out of the next pass, and the runs together last the duration."""
+        now = self.clock() if base is None else base
+        if self._timed is None:
+            self._timed = (now, index)
+        began, first = self._timed
+        return began + (index - first + 1) * seconds
 
     def _slot_starts(self, slots: int, base: float | None) -> list[float]:
         """When each of this process's closed-loop slots starts (``--ramp-up``): slot i is
@@ -264,10 +342,12 @@ class Runner:
         self._record(sample)
 
     async def _one_shot(
-        self, case: Case, phase: Phase, run: int, iteration: int, intended: float
+        self, case: Case, phase: Phase, run: int, iteration: int, intended: float | None
     ) -> None:
+        """One task to its end or its timeout; ``intended``: its scheduled start (open loop)."""
         task = self._start(case, phase, run, iteration)
-        task.scheduled = intended - self.t0
+        if intended is not None:
+            task.scheduled = intended - self.t0
         try:
             with anyio.move_on_after(case.timeout_s):
                 self._finish(await self._attempt(task), task)
@@ -397,11 +477,12 @@ def todo(
     """A pass's tasks (every worker's), less those a resumed run already has: round by round
     (each case once, then each again), so the mix in flight stays the suite's all through the
     pass, and a pass cut short has measured every case, not the first few."""
+    rounds = plan.repeat * max((c.weight for c in suite.cases), default=1)
     return [
         (c, i)
-        for i in range(plan.repeat)
+        for i in range(rounds)
         for c in suite.cases
-        if (phase, index, c.id, i) not in skip
+        if i < c.weight * plan.repeat and (phase, index, c.id, i) not in skip
     ]
 
 
@@ -411,10 +492,29 @@ def pass_size(plan: Plan, todo: int) -> int:
     return plan.load.count(todo) if isinstance(plan.load, Rate) else todo
 
 
+def _rounds(suite: Suite) -> Iterator[tuple[Case, int]]:
+    """A timed pass's tasks: every case (weight times), then again, without end."""
+    for round_ in itertools.count():
+        for case in suite.cases:
+            for k in range(case.weight):
+                yield case, round_ * case.weight + k
+
+
+def _until(
+    clock: Clock, end: float, tasks: Iterator[tuple[Case, int]]
+) -> Iterator[tuple[Case, int]]:
+    """``tasks`` until ``clock`` reaches ``end``: the next task is not started after it."""
+    for task in tasks:
+        if clock() >= end:
+            return
+        yield task
+
+
 def task_keys(suite: Suite, plan: Plan) -> Iterator[TaskKey]:
     """Every task a complete run executes, as Sample keys (phase, run, case, iteration)."""
-    for (phase, run), case, it in itertools.product(plan.passes(), suite.cases, range(plan.repeat)):
-        yield (phase, run, case.id, it)
+    for (phase, run), case in itertools.product(plan.passes(), suite.cases):
+        for it in range(case.weight * plan.repeat):
+            yield (phase, run, case.id, it)
 
 
 _NAMES_KEPT = 10_000  # step names already scrubbed (tools and models repeat: one check each)

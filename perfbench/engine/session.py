@@ -134,7 +134,9 @@ class Session:
     def planned_tasks(self) -> int:
         """Tasks this session will run: every pass's tasks, less those a resumed run has."""
         plan = self.plan
-        per_pass = len(self.suite.cases) * plan.repeat
+        per_pass = self.suite.per_pass(plan.repeat)
+        if plan.pass_seconds("measured") is not None:
+            return 0  # as many as the time allows: no count, no ETA
         if isinstance(plan.load, Rate):
             per_pass = plan.load.count(per_pass)
         return max(0, len(plan.passes()) * per_pass - len(self.resume.done))
@@ -159,6 +161,7 @@ class Session:
             meta = self._meta(run_dir, started)
         if run_dir is not None:
             self._open(run_dir, meta)
+        self.observer.controls(self.stop)
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
         raising = True  # until the engine returns: then a failed write is the error to report
@@ -377,11 +380,15 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
 
 def _load(plan: Plan) -> dict[str, Any]:
     shape = plan.load
+    timed: dict[str, Any] = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
+    if plan.stages is not None:
+        timed["stages"] = [list(stage) for stage in plan.stages]
     if shape is None:
         return {
             "shape": "fixed",
             "concurrency": plan.concurrency,
             "ramp_up_s": round(plan.ramp_seconds(), 6),
+            **timed,
         }
     kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
-    return {"shape": kind, **asdict(shape)}
+    return {"shape": kind, **asdict(shape), **timed}

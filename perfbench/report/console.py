@@ -12,10 +12,12 @@ cutting numbers to "…"."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
@@ -29,6 +31,8 @@ from perfbench.stats.advice import ITL_CAVEAT, gaps_merged
 PCTS = ("p50", "p95", "p99")
 Cell = str | Text
 UNBOUNDED = 10_000  # a width no table reaches: to measure a table's natural width
+KEY_WIDTH = 28  # a compact table's name columns: wider names are cut, rows never broken
+SCREEN_CASES = 16  # the most cases the default screen lists, else the slowest of them
 
 
 @dataclass
@@ -44,6 +48,7 @@ class Grid:
     sections: set[int] = field(default_factory=set)  # a rule above these rows
     caption: str | None = None
     more: str | None = None  # the title of the parts after the first
+    compact: bool = False  # no outer frame, and names past KEY_WIDTH cut to "…"
 
     def add_row(self, *cells: Cell) -> None:
         self.rows.append(list(cells))
@@ -81,9 +86,12 @@ class Grid:
         return Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum
 
     def _table(self, columns: Sequence[int], title: str | None, last: bool) -> Table:
-        table = Table(title=title, title_justify="left")
+        if self.compact:
+            table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+        else:
+            table = Table(title=title, title_justify="left")
         for key in self.keys:
-            table.add_column(key, no_wrap=True)
+            table.add_column(key, no_wrap=True, max_width=KEY_WIDTH if self.compact else None)
         for i in columns:
             table.add_column(self.values[i], justify="right", no_wrap=True)
         if last and self.caption:
@@ -147,6 +155,40 @@ def _thin_note(table: Grid) -> None:
         table.caption = THIN_NOTE
 
 
+def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
+    """The default screen's one table: a row per case (the slowest SCREEN_CASES by P95 when
+    there are more), then all of them; frameless, so that it fits one screen."""
+    pooled = summary["pooled"]
+    columns = ["ok/tasks", "P50", "P95", "P99", "TTFT50", "tok out"]
+    table = Grid(f"Per case, {len(summary['runs'])} runs pooled (ms)", ["case", "lang"], columns)
+    table.compact = True
+    shown = [
+        (c, pooled["cases"][c["id"]]) for c in meta["suite"]["cases"] if c["id"] in pooled["cases"]
+    ]
+    if len(shown) > SCREEN_CASES:
+        slowest = sorted(shown, key=lambda cm: -(_dist(cm[1], "latency", "p95") or 0.0))
+        kept = {id(c) for c, _ in slowest[:SCREEN_CASES]}
+        table.caption = (
+            f"the {SCREEN_CASES} slowest of {len(shown)} cases by P95; --details lists all"
+        )
+        shown = [(c, m) for c, m in shown if id(c) in kept]
+    for case, m in shown:
+        table.add_row(case["id"], case["language"], *_compact_tail(m))
+    # No rule above it (a frameless table's rule is a blank line): the bold name sets it apart.
+    table.add_row(Text("all", style="bold"), "", *_compact_tail(pooled["overall"]))
+    return table
+
+
+def _compact_tail(m: Mapping[str, Any]) -> list[str]:
+    latency = [ms(_dist(m, "latency", p)) for p in PCTS]
+    return [
+        f"{m['ok']}/{m['tasks']}",
+        *latency,
+        ms(_dist(m, "ttft", "p50")),
+        number(m.get("tokens_out"), 0),
+    ]
+
+
 def language_table(summary: Mapping[str, Any]) -> Grid:
     table = Grid("Per language, runs pooled (ms)", ["lang"], [*FIGURES, "tok in"])
     for lang, m in summary["pooled"]["languages"].items():
@@ -188,13 +230,17 @@ def cost_table(
         note += "; answered by " + ", ".join(f"{k} ({n} tasks)" for k, n in served.items())
     what = "language" if scope == "languages" else "tag"
     columns = ["tasks", "chars in", "tok in", "tok out", "tok/100ch", "$/task", "$/1k ch"]
-    columns += ["P50 ms", "P95 ms", "usage/est"]
+    latency = scope != "languages"  # the per-language table has them already
+    # tags overlap (a case has several), so two may cover the same tasks; languages do not
+    columns += ["P50 ms", "P95 ms", "usage/est"] if latency else ["usage/est"]
     key = "lang" if scope == "languages" else "tag"
     title = f"Tokens and cost per {what}"
     table = Grid(f"{title} (priced as {ref}{note})", [key], columns, more=f"{title}, continued")
-    for key, m in summary["pooled"].get(scope, {}).items():
+    scopes = summary["pooled"].get(scope, {})
+    for names, m in _distinct(scopes) if latency else scopes.items():
+        times = [ms(_dist(m, "latency", p)) for p in ("p50", "p95")] if latency else []
         table.add_row(
-            key,
+            names,
             str(m["tasks"]),
             number(m.get("input_chars"), 0),
             _tokens(m, "tokens_in"),
@@ -202,12 +248,21 @@ def cost_table(
             number(m.get("tokens_per_100_chars"), 1),
             _dollars(m, "cost_per_task"),
             _dollars(m, "cost_per_1k_chars"),
-            ms(_dist(m, "latency", "p50")),
-            ms(_dist(m, "latency", "p95")),
+            *times,
             number(m.get("usage_vs_estimate"), 2),
         )
     _estimate_note(table, summary["pooled"].get(scope, {}).values())
     return table
+
+
+def _distinct(scopes: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+    """One row per distinct set of figures: tags that always go together (faq and no-tools on
+    the same cases) measured the same tasks, so they share a row, named "faq = no-tools"."""
+    rows: dict[str, tuple[list[str], Mapping[str, Any]]] = {}
+    for name, m in scopes.items():
+        names, _ = rows.setdefault(json.dumps(m, sort_keys=True, default=str), ([], m))
+        names.append(name)
+    return [(" = ".join(names), m) for names, m in rows.values()]
 
 
 def failure_table(summary: Mapping[str, Any]) -> Table | None:
@@ -260,27 +315,73 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     return table
 
 
-def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
-    """What was run, then throughput, P95 and error rate as median (range over runs)."""
+def what_ran(meta: Mapping[str, Any], runs: int) -> str:
     suite = meta["suite"]
-    lines = [
-        f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, digest "
-        f"{suite['digest'][:12]}) · {len(summary['runs'])} runs · {meta['status']}" + _engine(meta)
-    ]
+    return (
+        f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, "
+        f"{suite['digest'][:12]}) · {runs} runs · {meta['status']}" + _engine(meta)
+    )
+
+
+def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
+    """The figures people came for, printed last so that the terminal leaves them in view:
+    what ran; tasks and output tokens per second, errors and cost; latency and TTFT. Each is
+    the median over the runs; throughput and P95 with their range when the runs differ."""
     overall = summary["across_runs"]["overall"]
-    parts = []
-    if "throughput" in overall:
-        t = overall["throughput"]
-        parts.append(f"{t['median']:.2f} tasks/s (runs {t['min']:.2f}–{t['max']:.2f})")
-    if "latency.p95" in overall:
-        p = overall["latency.p95"]
-        parts.append(f"P95 {seconds(p['median'])} ({seconds(p['min'])}–{seconds(p['max'])})")
+    rate = [_median(overall, "throughput", "{} tasks/s", lambda v: number(v, 2), True)]
+    rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
-        parts.append(f"errors {overall['error_rate']['median']:.1%}")
+        rate.append(f"errors {overall['error_rate']['median']:.1%}")
+    times = [_median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95") for p in PCTS]
+    times.append(_median(overall, "ttft.p50", "TTFT P50 {}", seconds))
+    lines = [" · ".join(r for r in rate if r), " · ".join(t for t in times if t)]
+    lines.append(_cost(summary["pooled"]["overall"], meta))
+    first = Text(what_ran(meta, len(summary["runs"])), style="dim")
+    return Text("\n").join([first, *(Text(line, style="bold") for line in lines if line)])
+
+
+def number_0(value: float | None) -> str:
+    return number(value, 0)
+
+
+def _median(
+    overall: Mapping[str, Any],
+    key: str,
+    form: str,
+    shown: Callable[[float | None], str],
+    spread: bool = False,
+) -> str:
+    """The median over the runs in ``form`` (with ``spread``, also the runs' range when they
+    differ); empty when the runs have no such figure."""
+    if key not in overall:
+        return ""
+    m = overall[key]
+    value = shown(m["median"])
+    if spread and m["min"] != m["max"]:
+        low, high = shown(m["min"]), shown(m["max"])
+        unit = " ms" if low.endswith(" ms") and high.endswith(" ms") else ""
+        value += f" ({low.removesuffix(unit)}–{high})"
+    return form.format(value)
+
+
+def _cost(pooled: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
+    per_task = pooled.get("cost_per_task")
+    if per_task is None:
+        return "cost unpriced"
+    total = per_task * pooled.get("tasks", 0)
+    simulated = " (SIMULATED)" if (meta.get("prices") or {}).get("simulated") else ""
+    return f"cost {dollars(per_task)}/task, {dollars(total)} in all{simulated}"
+
+
+def notes(
+    summary: Mapping[str, Any], meta: Mapping[str, Any], details: bool = False
+) -> Text | None:
+    """The lines only some runs have (429s, open loop, multi-turn, goodput, server metrics,
+    adaptive limit); with ``details`` also the request counts every run has. None: no line."""
+    overall = summary["across_runs"]["overall"]
+    lines = []
     if overall.get("throttle_rate", {}).get("max"):
-        parts.append(f"429 answers {overall['throttle_rate']['median']:.2f} per task")
-    if parts:
-        lines.append(" · ".join(parts))
+        lines.append(f"429 answers {overall['throttle_rate']['median']:.2f} per task")
     if "latency_intended.p95" in overall:
         lag = overall.get("schedule_lag.p99", {}).get("median")
         intended = overall["latency_intended.p95"]["median"]
@@ -288,13 +389,13 @@ def overview(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
             f"open loop: {_offered(meta, overall)}P95 from intended start {seconds(intended)}"
             f" · scheduler lag P99 {seconds(lag)}"
         )
-    lines.extend(_serving(summary["pooled"]["overall"]))
+    lines.extend(_serving(summary["pooled"]["overall"], details))
     lines.extend(slo.stamp_lines(summary.get("scenario")))
     lines.extend(_server(summary.get("server_metrics")))
     adaptive = adaptive_line(summary)
     if adaptive is not None:
         lines.append(adaptive)
-    return Text("\n".join(lines))
+    return Text("\n".join(lines)) if lines else None
 
 
 def _engine(meta: Mapping[str, Any]) -> str:
@@ -321,12 +422,13 @@ def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
     )
 
 
-def _serving(pooled: Mapping[str, Any]) -> list[str]:
-    """Request-level counts (a task of 3 model calls is 3 requests), multi-turn figures and
-    goodput against --slo, all runs pooled; the distributions are in ``serving_table``."""
+def _serving(pooled: Mapping[str, Any], details: bool) -> list[str]:
+    """Request-level counts (a task of 3 model calls is 3 requests; with ``details``),
+    multi-turn figures and goodput against --slo, all runs pooled; the distributions are in
+    ``serving_table``."""
     lines = []
     requests, rate = pooled.get("requests"), pooled.get("request_tokens_per_s") or {}
-    if requests:
+    if requests and details:
         failed = pooled.get("request_error_rate") or 0.0
         line = f"requests {requests} ({failed:.1%} failed)"
         if rate.get("n"):

@@ -44,6 +44,8 @@ async def test_session_writes_a_complete_run_directory(
         "workers": 1,
         "ray": None,
         "ramp_up": 0.0,
+        "duration_s": None,
+        "stages": None,
     }
     assert meta["load"] == {"shape": "fixed", "concurrency": 4, "ramp_up_s": 0.0}
     assert meta["headline"]["tasks"] == 32 and meta["headline"]["ok"] == 32
