@@ -139,7 +139,7 @@ Section = Callable[[Mapping[str, Any], Mapping[str, Any]], RenderableType | None
 SCREEN: tuple[Section, ...] = (
     lambda summary, meta: tables.notes(summary, meta),
     tables.case_summary,
-    lambda summary, meta: _agent_split(summary),
+    lambda summary, meta: _agent_split(summary, meta),
     lambda summary, meta: tables.failure_table(summary),
 )
 DETAILS: tuple[Section, ...] = (
@@ -155,12 +155,12 @@ DETAILS: tuple[Section, ...] = (
 )
 
 
-def _agent_split(summary: Mapping[str, Any]) -> RenderableType | None:
+def _agent_split(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> RenderableType | None:
     """The time split on the short screen only where an agent spent time of its own (a `cmd:`
     or HTTP agent): there it is the first question (start-up or model?); for a model endpoint
     the case table already says it, and --details has it."""
-    agent = summary["pooled"]["overall"].get("time_split", {}).get("agent")
-    return time_split.table(summary) if agent and agent.get("p50") else None
+    agent = str(meta.get("target", "")).startswith(("cmd:", "http+agent"))
+    return time_split.table(summary) if agent else None
 
 
 def print_result(
