@@ -117,6 +117,7 @@ def _wired() -> typer.Typer:
         proxy,
         results,
         run,
+        runs,
         slo,
         sweep,
         verify,
@@ -124,7 +125,7 @@ def _wired() -> typer.Typer:
     from perfbench.cli.app import app, cases_app, mock_app, slo_app
 
     # imported for the commands they register
-    del ab, calibrate, cases, history, mock, plan, proxy, results, run, slo, sweep, verify
+    del ab, calibrate, cases, history, mock, plan, proxy, results, run, runs, slo, sweep, verify
     app.registered_commands.sort(key=lambda c: _ORDER.index(_name(c)))
     _reflow_help(app, cases_app, mock_app, slo_app)
     return app

@@ -18,7 +18,7 @@ import typer
 from perfbench import config, store
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.output import err, errors, write_text
-from perfbench.cli.results import RootOpt
+from perfbench.cli.runs import RootOpt
 from perfbench.errors import GateError
 from perfbench.report import history_md
 from perfbench.stats import history as lib

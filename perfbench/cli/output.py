@@ -182,8 +182,8 @@ def print_result(
         warning(note, where)
     if run_dir is not None:
         where.print(run_directory(run_dir, details), highlight=False)
-    for line in footer:
-        where.print(line, highlight=False)
+    for line in footer:  # a no_wrap Text is a command to copy: never broken over lines
+        where.print(line, highlight=False, soft_wrap=isinstance(line, Text) and bool(line.no_wrap))
     if summary["runs"]:
         where.print(tables.headline(summary, meta), highlight=False)
     else:

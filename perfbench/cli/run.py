@@ -27,7 +27,7 @@ from perfbench.cli.options import (
     shared,
 )
 from perfbench.cli.output import err, errors, out, print_result, run_directory
-from perfbench.cli.specs import objectives, run_spec, scenario_load, server_options, trace_cases
+from perfbench.cli.specs import objectives, run_spec, scenario_flags, server_options, trace_cases
 from perfbench.engine.results import RunResult
 from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
@@ -207,16 +207,12 @@ def run(
     options.check_resume(ctx, resume is not None)
     options.check_load(ctx, rate is not None or trace is not None, adaptive)
     console = err if flags["as_json"] else out
-    with errors():
-        otlp.check(otlp_url)
     if resume is not None:
-        code, result = _one(lambda watch: api.resume(resume, watch), flags, strict, max_error_rate)
-        _send(result, otlp_url)
+        code, _ = _one(lambda w: api.resume(resume, w), flags, strict, max_error_rate, otlp_url)
         raise typer.Exit(code)
     if scenario is not None:
-        arrival, duration = scenario_load(scenario, rate, arrival, duration, slo)
-        if not any(p.name == "runs" for p in options.given(ctx)):
-            flags = {**flags, "runs": "1"}  # MLPerf's Server scenario is one run
+        arrival, duration, flags = scenario_flags(ctx, flags, scenario, rate, arrival,
+                                                  duration, slo)  # fmt: skip
     with errors():
         shape = options.load_shape(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
@@ -239,10 +235,9 @@ def run(
             result = api.run(spec, watch)
             return api.more_runs(result, wanted, watch) if wanted is not None else result
 
-        code, result = _one(measure, flags, strict, max_error_rate)
+        code, result = _one(measure, flags, strict, max_error_rate, otlp_url)
         codes.append(code)
         results.append(result)
-        _send(result, otlp_url)
         if result.interrupted:
             break
     if len(specs) > 1 and len(results) == len(specs):
@@ -252,10 +247,15 @@ def run(
 
 
 def _one(
-    measure: Callable[[Watch], RunResult], flags: Flags, strict: bool, max_error_rate: float
+    measure: Callable[[Watch], RunResult],
+    flags: Flags,
+    strict: bool,
+    max_error_rate: float,
+    otlp_url: str | None = None,
 ) -> tuple[ExitCode, RunResult]:
-    """One run, its progress shown and its tables printed; its exit code."""
+    """One run, its progress shown and its tables printed, and (--otlp) sent; its exit code."""
     with errors():
+        otlp.check(otlp_url)
         shown = watching.shown(flags)
     telemetry = None
     if shown.metrics_port is not None:  # prometheus-client's server: imported when asked for
@@ -278,6 +278,7 @@ def _one(
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     _report(result, code, err if flags["as_json"] else out, shown.details)
+    _send(result, otlp_url)
     return code, result
 
 
@@ -344,11 +345,9 @@ def _report(result: RunResult, code: ExitCode, console: Console, details: bool) 
     if "runs_auto" in result.meta:
         footer.append(auto.line(result.meta["runs_auto"]))
     footer.append(run_directory(result.run_dir, details))
-    if result.interrupted and result.run_dir is not None:
-        # A command to copy: never broken over lines, no markup read in a path.
-        footer.append(
-            Text(f"Stopped: continue with perfbench run --resume {result.run_dir}", no_wrap=True)
-        )
+    if result.interrupted and result.run_dir is not None:  # a command to copy: never broken
+        again = f"Stopped: continue with perfbench run --resume {result.run_dir}"
+        footer.append(Text(again, no_wrap=True, overflow="ignore"))
     if code == ExitCode.ABORTED:
         footer.append(
             f"[red]aborted[/] by --{result.meta['stopped_by']}; what was measured is kept. Exit 9"

@@ -133,3 +133,19 @@ def run_spec(
         out=flags["out_dir"],
         **more,  # slo, server_metrics, scrape_interval
     )
+
+
+def scenario_flags(
+    ctx: typer.Context,
+    flags: Flags,
+    scenario: str,
+    rate: float | None,
+    arrival: str,
+    duration: float | None,
+    slo: str | None,
+) -> tuple[str, float | None, Flags]:
+    """--scenario's arrivals and duration, and its one run unless --runs was given."""
+    arrival, duration = scenario_load(scenario, rate, arrival, duration, slo)
+    if not any(p.name == "runs" for p in options.given(ctx)):
+        flags = {**flags, "runs": "1"}  # MLPerf's Server scenario is one run
+    return arrival, duration, flags

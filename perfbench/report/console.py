@@ -389,7 +389,12 @@ def notes(
             f"open loop: {_offered(meta, overall)}P95 from intended start {seconds(intended)}"
             f" · scheduler lag P99 {seconds(lag)}"
         )
-    lines.extend(_serving(summary["pooled"]["overall"], details))
+    pooled = summary["pooled"]["overall"]
+    lines.extend(_serving(pooled, details))
+    if details or pooled.get("goodput") or summary.get("scenario"):
+        # What a tail claim rests on: beside an SLO or a scenario; else one more line for
+        # --details (on the short screen it would be the longest line of all).
+        lines.extend(slo.tail_claims(pooled))
     lines.extend(slo.stamp_lines(summary.get("scenario")))
     lines.extend(_server(summary.get("server_metrics")))
     adaptive = adaptive_line(summary)
@@ -451,7 +456,6 @@ def _serving(pooled: Mapping[str, Any], details: bool) -> list[str]:
             f"({number(good['task_rate'], 2)}/s) met every objective"
         )
         lines.extend(slo.verdict(good))
-    lines.extend(slo.tail_claims(pooled))
     return lines
 
 

@@ -149,7 +149,7 @@ def test_perfbench_proxy_forwards_nothing_but_the_api(
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proxy:  # fmt: skip
         try:
             assert proxy.stdout is not None
-            base = proxy.stdout.readline().strip()
+            base = proxy.stdout.readline().strip().removesuffix("/v1")  # the route
             token = base.rsplit("/", 1)[1]
             agent_env = {**env, "OPENAI_BASE_URL": f"{base}/v1", "OPENAI_API_KEY": token}
             agent = subprocess.run([sys.executable, str(AGENT)], input="hi", env=agent_env,
@@ -181,7 +181,7 @@ def test_an_agent_hanging_up_mid_request_leaves_no_traceback(tmp_path: Path) -> 
                           stderr=subprocess.PIPE) as proxy:  # fmt: skip
         try:
             assert proxy.stdout is not None
-            base = proxy.stdout.readline().strip()
+            base = proxy.stdout.readline().strip().removesuffix("/v1")  # the route
             for sent in (b'{"model": "m"', b""):
                 _hang_up(base, sent)
             token = base.rsplit("/", 1)[1]

@@ -54,7 +54,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     profile = tmp / "steady.yaml"
     profile.write_text(STEADY)
     out, said = tmp / "runs", {}
-    common = ["-t", f"mock:{profile}", "--warmup", "0", "--out", str(out), "-q"]
+    common = ["-t", f"mock:{profile}", "--warmup", "0", "--out", str(out), "-q", "--details"]
     closed, opened = ["--runs", "3", "--repeat", "2"], ["--runs", "1", "--rate", "40"]
     for label, extra in (("a1", closed), ("a2", closed), ("open", [*opened, "--duration", "0.5"])):
         done = cli("run", str(CASES / "answer.yaml"), *common, *extra, "--label", label, env=WIDE)
@@ -65,7 +65,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
 
 def test_a_runs_sentences_agree_with_its_tables(runs: tuple[Path, dict[str, str]]) -> None:
     text = runs[1]["a1"]
-    head = re.search(r"([\d,.]+) tasks/s \(runs ([\d,.]+)–([\d,.]+)\)", text)
+    head = re.search(r"([\d,.]+) \(([\d,.]+)–([\d,.]+)\) tasks/s", text)  # the headline
     assert head is not None, text
     per_run = _rows(text, "run")
     *each, median = per_run
@@ -90,7 +90,7 @@ def test_an_open_loops_offered_and_achieved_agree_with_its_headline(
     runs: tuple[Path, dict[str, str]],
 ) -> None:
     text = " ".join(runs[1]["open"].split())
-    head = re.search(r"([\d,.]+) tasks/s \(runs", text)
+    head = re.search(r"completed ([\d,.]+) tasks/s", text)  # the headline: no range, one run
     line = re.search(r"offered ([\d.]+) tasks/s, achieved ([\d.]+) completed \((\d+)%\)", text)
     assert head is not None and line is not None, text
     assert _num(line[1]) == 40.0 and _num(line[2]) == _num(head[1])

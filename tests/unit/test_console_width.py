@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from perfbench import store
-from perfbench.cli.results import _runs_table
+from perfbench.cli.runs import _runs_table
 from perfbench.report import console as tables
 
 CASES = [("answer-en", "en", 0), ("refund-policy-multilingual-ja", "ja", 3), ("plan-zh", "zh", 2)]

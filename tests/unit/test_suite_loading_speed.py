@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from perfbench import yamlfile
-from perfbench.cli import app
+from perfbench.cli import app, output
 from perfbench.cli.cases import SHOWN
 
 TEXT = """\
@@ -63,7 +63,11 @@ def test_too_deep_without_anchors_is_still_refused_in_the_same_words(tmp_path: P
         yamlfile.load(path)
 
 
-def test_cases_check_lists_the_first_cases_of_a_large_suite(tmp_path: Path) -> None:
+def test_cases_check_lists_the_first_cases_of_a_large_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The console is made once a process, at whatever width an earlier test left: fix it here.
+    monkeypatch.setattr(output.out, "_width", 200)
     path = _suite(tmp_path, SHOWN + 5)
     result = CliRunner().invoke(app, ["cases", "check", str(path)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
