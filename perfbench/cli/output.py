@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -178,8 +178,7 @@ def print_result(
             shown = section(summary, meta)
             if shown is not None:
                 where.print(shown)
-    for note in advise(summary, meta):
-        warning(note, where)
+    print_warnings(advise(summary, meta), where, details)
     if run_dir is not None:
         where.print(run_directory(run_dir, details), highlight=False)
     for line in footer:  # a no_wrap Text is a command to copy: never broken over lines
@@ -188,6 +187,23 @@ def print_result(
         where.print(tables.headline(summary, meta), highlight=False)
     else:
         where.print(tables.what_ran(meta, 0), highlight=False, markup=False)
+
+
+SCREEN_WARNINGS = 2  # warnings the short screen shows in full; advise() puts the gravest first
+
+
+def print_warnings(notes: Sequence[str], where: Console, details: bool) -> None:
+    """Every warning with --details; on the short screen the first SCREEN_WARNINGS and one line
+    saying how many more there are and where to read them, so that a run on a busy machine
+    still fits one screen."""
+    shown = notes if details or len(notes) <= SCREEN_WARNINGS + 1 else notes[:SCREEN_WARNINGS]
+    for note in shown:
+        warning(note, where)
+    hidden = len(notes) - len(shown)
+    if hidden:
+        # The run directory is printed below; a long path here would wrap over three lines.
+        message = f"{hidden} more warning(s): perfbench show RUN_DIR --details prints them all"
+        where.print(_labelled("warning: ", "yellow", message), highlight=False)
 
 
 def run_directory(run_dir: Path | None, details: bool) -> Text:

@@ -358,7 +358,9 @@ def _report(result: RunResult, code: ExitCode, console: Console, details: bool) 
             "--max-error-rate allows); the failures above say why. Exit 8"
         )
     if code == ExitCode.CLIENT_BOUND:
-        footer.append("[red]--strict:[/] the client may have set the pace (warnings above); exit 7")
+        footer.append(
+            "[red]--strict:[/] the client may have set the pace (see the warnings); exit 7"
+        )
     print_result(result.summary, result.meta, console, details, footer)
 
 

@@ -24,20 +24,23 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
         notes.append("The run was interrupted: statistics cover only the tasks that finished.")
     if not runs:
         return [*notes, "No measured task finished; there is nothing to summarise."]
+    # Most important first (the short screen shows only the first few): what makes this
+    # result doubtful (failures, the client's pace, load, the machine), then advice on the
+    # statistics (too few runs or samples for a figure to mean much).
+    notes.extend(_failures(runs))
+    notes.extend(_client(summary.get("client")))
+    notes.extend(_open_loop(runs, meta))
+    notes.extend(_spread(summary))
+    notes.extend(_first_run(runs))
+    notes.extend(_wait(summary["pooled"]["overall"]))
+    notes.extend(_not_streamed(summary["pooled"]["overall"], meta))
+    notes.extend(_output_length(summary, meta))
     if len(runs) < 3:
         notes.append(
             f"Only {len(runs)} measured run(s): the median across runs and its range need 3 or "
             "more to mean much. Use --runs 5 (the default) for release comparisons."
         )
-    notes.extend(_failures(runs))
-    notes.extend(_open_loop(runs, meta))
     notes.extend(_tail_resolution(summary))
-    notes.extend(_spread(summary))
-    notes.extend(_first_run(runs))
-    notes.extend(_client(summary.get("client")))
-    notes.extend(_wait(summary["pooled"]["overall"]))
-    notes.extend(_not_streamed(summary["pooled"]["overall"], meta))
-    notes.extend(_output_length(summary, meta))
     return notes
 
 

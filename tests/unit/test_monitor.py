@@ -68,3 +68,15 @@ def test_warnings_name_the_client_as_the_bottleneck() -> None:
     assert any("97% of a CPU core" in n for n in notes)
     quiet = {"loop_lag": {"p99": 0.001}, "cpu_share": 0.2}
     assert not [n for n in advise({**summary, "client": quiet}, {}) if "perfbench" in n]
+
+
+def test_the_client_warning_comes_before_advice_on_too_few_runs() -> None:
+    """The short screen shows the first warnings only: the one that doubts the result (the
+    client set the pace, what --strict exits 7 on) must not be pushed below the advice."""
+    busy = {"loop_lag": {"p99": 0.012}, "cpu_share": 0.97}
+    summary = {"runs": [{"overall": {"tasks": 1, "ok": 1, "expect_mismatch": 0}}]}
+    summary |= {"across_runs": {"overall": {}}, "pooled": {"overall": {}, "cases": {}}}
+    notes = advise({**summary, "client": busy}, {})
+    client = next(i for i, n in enumerate(notes) if "CPU core" in n)
+    runs = next(i for i, n in enumerate(notes) if "measured run(s)" in n)
+    assert client < runs, notes
