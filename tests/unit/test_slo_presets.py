@@ -135,5 +135,7 @@ def test_every_scope_keeps_early_stopping_tails_and_the_console_line_shows_them(
     assert few["early_stopping"]["latency"]["claimable"] == 93.5
     assert few["latency"]["max"] > few["latency"]["p99"]
     largest = f"{few['latency']['max'] * 1000:.1f} ms"
+    raw = f"{few['latency']['p99'] * 1000:.1f} ms"
     said = slo_words.tail_claims(few)[0]
-    assert f"latency – (needs 662 tasks, has 100; they back P93.5 ≤ {largest})" in said
+    assert (f"latency none: needs 662 tasks, has 100 (raw {raw}; they back only P93.5 ≤ "
+            f"{largest}, the largest)") in said  # fmt: skip
