@@ -35,19 +35,18 @@ def _why(check: Mapping[str, Any]) -> str:
 
 
 def _objective(check: Mapping[str, Any]) -> str:
-    """``  TTFT P99 612 ms ≤ 450 ms? no · early-stopping P99 (99% confidence): 640 ms``."""
+    """``  TTFT P99 612 ms (limit 450 ms, MISSED) · early-stopping P99 (99% confidence):
+    640 ms``, or what an estimate needs."""
     pct = f"P{check['percentile']:g}"
     name = f"{NAMES[check['metric']]} {pct}"
     mark = "ok" if check["met"] else "MISSED"
     es = check["early_stopping"]
-    conf = f"{es['confidence']:.0%} confidence"
-    if es["value"] is not None:
-        claim = f"early-stopping {pct} ({conf}): {seconds(es['value'])}"
-    else:
-        claim = (
-            f"early-stopping {pct} ({conf}): none from {check['n']} "
-            f"{UNITS[check['metric']]}, needs {es['needs']:,}{_backs(es)}"
-        )
+    found = early_stopping.Claim(
+        check["percentile"], check["n"], check["value"], es["value"], es["needs"],
+        es.get("claimable"), es.get("claimable_value"),
+    )  # fmt: skip
+    words = claim_words(found, UNITS[check["metric"]], raw=False)
+    claim = f"early-stopping {pct} ({es['confidence']:.0%} confidence): {words}"
     return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
 
 
@@ -72,16 +71,17 @@ def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]
     ]
 
 
-def claim_words(claim: early_stopping.Claim, unit: str) -> str:
+def claim_words(claim: early_stopping.Claim, unit: str, raw: bool = True) -> str:
     """``1.10 s (raw 1.02 s)``; without an estimate ``none: needs 662 tasks, has 100 (raw
-    301.1 ms; they back only P93.5 ≤ 328.8 ms, the largest)``."""
-    raw = f"raw {seconds(claim.raw)}"
+    301.1 ms; they back only P93.5 ≤ 328.8 ms, the largest)``. ``raw``: with the raw
+    percentile (not where the line gives it already)."""
+    said = [f"raw {seconds(claim.raw)}"] if raw else []
     if claim.value is not None:
-        return f"{seconds(claim.value)} ({raw})"
-    backs = ""
+        return seconds(claim.value) + "".join(f" ({s})" for s in said)
     if claim.backs is not None and claim.largest is not None:
-        backs = f"; they back only P{claim.backs:g} ≤ {seconds(claim.largest)}, the largest"
-    return f"none: needs {claim.needs:,} {unit}, has {claim.n:,} ({raw}{backs})"
+        said.append(f"they back only P{claim.backs:g} ≤ {seconds(claim.largest)}, the largest")
+    notes = f" ({'; '.join(said)})" if said else ""
+    return f"none: needs {claim.needs:,} {unit}, has {claim.n:,}{notes}"
 
 
 TAILS_NOTE = (
@@ -125,11 +125,3 @@ def stamp_word(stamp: Mapping[str, Any] | None) -> str | None:
     if not stamp:
         return None
     return "VALID" if stamp["valid"] else "INVALID"
-
-
-def _backs(es: Mapping[str, Any]) -> str:
-    """``; they back P93.5 ≤ 1.20 s``: what a run too small for the estimate can claim."""
-    pct, value = es.get("claimable"), es.get("claimable_value")
-    if pct is None or value is None:
-        return ""
-    return f"; they back P{pct:g} ≤ {seconds(value)}"
