@@ -11,13 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perfbench.cli import app
+from tests.e2e.test_compare_cli import SUITE  # one case: "What is the capital of France?"
 
-SUITE = """
-cases:
-  - id: ask
-    input: What is the capital of France?
-    language: en
-"""
 PROFILE = """
 name: es
 ttft_ms: 5
