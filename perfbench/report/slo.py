@@ -86,8 +86,9 @@ def claim_words(claim: early_stopping.Claim, unit: str, raw: bool = True) -> str
 
 TAILS_NOTE = (
     "Early-stopping (MLPerf Inference's rule): with {conf} confidence the true percentile is "
-    "at most this value, given how many tasks measured it; too few tasks back only a lower "
-    "percentile, which their largest value bounds. The verdicts compare each run's raw percentile."
+    "at most this value, given how many tasks measured it (each side's runs pooled); too few "
+    "tasks back only a lower percentile, which their largest value bounds. The verdicts "
+    "compare each run's raw percentile."
 )
 
 
@@ -103,8 +104,8 @@ def compare_tails(result: Comparison) -> list[str]:
         [TITLES.get(t.metric, t.metric), *(_side(c) for c in (t.baseline, t.candidate))]
         for t in rows
     )
-    header = (f"Early-stopping ({conf} confidence, runs pooled)", "Baseline", "Candidate")
-    return ["", table(header, cells, right=(1, 2)), "", TAILS_NOTE.format(conf=conf)]
+    header = (f"Early-stopping ({conf})", "Baseline", "Candidate")
+    return ["", table(header, cells), "", TAILS_NOTE.format(conf=conf)]
 
 
 def _side(claim: early_stopping.Claim | None) -> str:

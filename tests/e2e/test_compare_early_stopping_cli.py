@@ -57,7 +57,7 @@ def test_a_100_task_run_says_its_raw_p99_and_what_an_estimate_needs(root: Path) 
 
 def test_compare_puts_both_sides_claims_beside_the_tail_rows(root: Path) -> None:
     text = _invoke(root, "compare", "small", "large")
-    head = "| Early-stopping (99% confidence, runs pooled) | Baseline | Candidate |"
+    head = "| Early-stopping (99%) | Baseline | Candidate |"
     table = text[text.index(head) :]
     row = next(line for line in table.splitlines() if line.startswith("| P99 latency |"))
     base, cand = (cell.strip() for cell in row.split("|")[2:4])

@@ -73,7 +73,7 @@ def _rows(text: str) -> dict[str, str]:
 
 def test_the_markdown_puts_the_claims_beside_the_rows_with_a_note(result: Comparison) -> None:
     text = compare_md.comparison(result, META, META, [], "pass")
-    head = "| Early-stopping (99% confidence, runs pooled) | Baseline | Candidate |"
+    head = "| Early-stopping (99%) | Baseline | Candidate |"
     assert head in text
     below_rows = text.index("| P99 latency |") < text.index(head)
     assert below_rows, "the claims follow the verdict table"
@@ -89,7 +89,7 @@ def test_the_terminal_and_json_carry_them_too(result: Comparison) -> None:
     console = Console(width=200, record=True, color_system=None)
     console.print(compare_console.render(text))
     drawn = console.export_text()
-    assert "Early-stopping (99% confidence, runs pooled)" in drawn
+    assert "Early-stopping (99%)" in drawn
     assert "needs 662 tasks, has 100" in drawn
     doc = json.loads(json.dumps(asdict(result)))
     p99 = next(t for t in doc["tails"] if t["metric"] == "p99")
