@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -114,3 +115,40 @@ def test_only_rows_the_table_shows_get_claims(result: Comparison) -> None:
     hidden.rows[:] = [r for r in hidden.rows if r.metric != "p99"]
     text = "\n".join(slo_words.compare_tails(hidden))
     assert "| P95 latency |" in text and "| P99 latency |" not in text
+
+
+def _loadgen_t(n: int, percentile: float) -> int | None:
+    """LoadGen's own procedure (loadgen/results.cc, SingleStream/MultiStream), written out
+    independently: h(t) is the fewest passing queries with P(at most t of h + t queries over
+    the percentile) < 1%; t is the largest with n ≥ h(t) + t; None below h(1) + 1 queries."""
+    q = 1 - percentile / 100
+
+    def odds(total: int, t: int) -> float:
+        # each binomial term in logs: C(total, x) overflows a float for thousands of queries
+        return sum(
+            math.exp(math.log(math.comb(total, x)) + x * math.log(q) + (total - x) * math.log1p(-q))
+            for x in range(t + 1)
+        )
+
+    def h(t: int) -> int:
+        low, high = 1, 100_000
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if odds(mid + t, t) < 0.01 else (mid + 1, high)
+        return low
+
+    if n < h(1) + 1:
+        return None
+    t = 1
+    while n >= h(t + 1) + t + 1:
+        t += 1
+    return t
+
+
+@pytest.mark.parametrize("n", [63, 64, 100, 129, 130, 661, 662, 1000, 2000])
+@pytest.mark.parametrize("percentile", [90.0, 95.0, 99.0, 93.5, 93.6])
+def test_the_rule_is_loadgens(n: int, percentile: float) -> None:
+    """The figures a 100-task run shows (needs 662; backs P93.5 but not P93.6) are LoadGen's."""
+    expected = _loadgen_t(n, percentile)
+    found = early_stopping.allowance(n, percentile)
+    assert (found if found >= 1 else None) == expected
