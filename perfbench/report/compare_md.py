@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perfbench.report import slo
 from perfbench.report.format import TITLES, change, md_code, p_value, quantity, spread, table
 from perfbench.stats.advice import ITL_CAVEAT
 from perfbench.stats.compare import Comparison, Row, tested_count
@@ -110,6 +111,7 @@ def comparison(
             right=(1, 2, 3, 4, 5),
         ),
     ]
+    parts += slo.compare_tails(result)  # each side's early-stopping P95/P99 beside the rows
     parts += _moved(result)
     parts += _detectable(result)
     parts += _power_section(result)

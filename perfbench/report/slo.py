@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perfbench.report.format import seconds
+from perfbench.report.format import TITLES, seconds, table
 from perfbench.stats import early_stopping
+from perfbench.stats.compare import Comparison
 
 NAMES = {"ttft": "TTFT", "tpot": "TPOT", "latency": "latency"}
 UNITS = {"ttft": "requests", "tpot": "requests", "latency": "tasks"}
@@ -34,19 +35,18 @@ def _why(check: Mapping[str, Any]) -> str:
 
 
 def _objective(check: Mapping[str, Any]) -> str:
-    """``  TTFT P99 612 ms ≤ 450 ms? no · early-stopping P99 (99% confidence): 640 ms``."""
+    """``  TTFT P99 612 ms (limit 450 ms, MISSED) · early-stopping P99 (99% confidence):
+    640 ms``, or what an estimate needs."""
     pct = f"P{check['percentile']:g}"
     name = f"{NAMES[check['metric']]} {pct}"
     mark = "ok" if check["met"] else "MISSED"
     es = check["early_stopping"]
-    conf = f"{es['confidence']:.0%} confidence"
-    if es["value"] is not None:
-        claim = f"early-stopping {pct} ({conf}): {seconds(es['value'])}"
-    else:
-        claim = (
-            f"early-stopping {pct} ({conf}): none from {check['n']} "
-            f"{UNITS[check['metric']]}, needs {es['needs']:,}{_backs(es)}"
-        )
+    found = early_stopping.Claim(
+        check["percentile"], check["n"], check["value"], es["value"], es["needs"],
+        es.get("claimable"), es.get("claimable_value"),
+    )  # fmt: skip
+    words = claim_words(found, UNITS[check["metric"]], raw=False)
+    claim = f"early-stopping {pct} ({es['confidence']:.0%} confidence): {words}"
     return f"  {name} {seconds(check['value'])} (limit {seconds(check['limit'])}, {mark}) · {claim}"
 
 
@@ -56,32 +56,60 @@ TAIL_FIGURES = (("latency", "latency", "tasks"), ("request_ttft", "TTFT", "reque
 
 
 def tail_claims(scope: Mapping[str, Any], percentile: float = 99.0) -> list[str]:
-    """One line: each tail figure's raw P99 beside its early-stopping P99, or how many values
+    """One line: each tail figure's early-stopping P99 beside its raw P99, or how many values
     that estimate needs; nothing for a summary written before estimates were kept."""
-    estimates = scope.get("early_stopping")
-    if not estimates:
-        return []
-    key = f"p{percentile:g}"
     parts = []
     for name, label, unit in TAIL_FIGURES:
-        dist = scope.get(name) or {}
-        if name not in estimates or not dist.get("n"):
-            continue
-        claim = estimates[name].get(key)
-        if claim is None:
-            needs = early_stopping.min_count(percentile)
-            backs = _backs(
-                {"claimable": estimates[name].get("claimable"), "claimable_value": dist.get("max")}
-            )
-            parts.append(f"{label} – (needs {needs:,} {unit}, has {dist['n']:,}{backs})")
-        else:
-            parts.append(f"{label} {seconds(claim)} (raw {seconds(dist.get(key))})")
+        found = early_stopping.claim(scope, name, percentile)
+        if found is not None:
+            parts.append(f"{label} {claim_words(found, unit)}")
     if not parts:
         return []
     conf = f"{early_stopping.CONFIDENCE:.0%}"
     return [
         f"early-stopping P{percentile:g} ({conf} confidence, runs pooled): " + " · ".join(parts)
     ]
+
+
+def claim_words(claim: early_stopping.Claim, unit: str, raw: bool = True) -> str:
+    """``1.10 s (raw 1.02 s)``; without an estimate ``none: needs 662 tasks, has 100 (raw
+    301.1 ms; they back only P93.5 ≤ 328.8 ms, the largest)``. ``raw``: with the raw
+    percentile (not where the line gives it already)."""
+    said = [f"raw {seconds(claim.raw)}"] if raw else []
+    if claim.value is not None:
+        return seconds(claim.value) + "".join(f" ({s})" for s in said)
+    if claim.backs is not None and claim.largest is not None:
+        said.append(f"they back only P{claim.backs:g} ≤ {seconds(claim.largest)}, the largest")
+    notes = f" ({'; '.join(said)})" if said else ""
+    return f"none: needs {claim.needs:,} {unit}, has {claim.n:,}{notes}"
+
+
+TAILS_NOTE = (
+    "Early-stopping (MLPerf Inference's rule): with {conf} confidence the true percentile is "
+    "at most this value, given how many tasks measured it (each side's runs pooled); too few "
+    "tasks back only a lower percentile, which their largest value bounds. The verdicts "
+    "compare each run's raw percentile."
+)
+
+
+def compare_tails(result: Comparison) -> list[str]:
+    """Beside compare's tail rows (P95, P99, TTFT P95…): each side's early-stopping estimate,
+    as a table with a one-line note; nothing when neither summary kept estimates."""
+    shown = {r.metric for r in result.rows if r.scope == "overall" and r.verdict != "n/a"}
+    rows = [t for t in result.tails if t.metric in shown]
+    if not rows:
+        return []
+    conf = f"{early_stopping.CONFIDENCE:.0%}"
+    cells = (
+        [TITLES.get(t.metric, t.metric), *(_side(c) for c in (t.baseline, t.candidate))]
+        for t in rows
+    )
+    header = (f"Early-stopping ({conf})", "Baseline", "Candidate")
+    return ["", table(header, cells), "", TAILS_NOTE.format(conf=conf)]
+
+
+def _side(claim: early_stopping.Claim | None) -> str:
+    return "–" if claim is None else claim_words(claim, "tasks")
 
 
 def stamp_lines(stamp: Mapping[str, Any] | None) -> list[str]:
@@ -98,11 +126,3 @@ def stamp_word(stamp: Mapping[str, Any] | None) -> str | None:
     if not stamp:
         return None
     return "VALID" if stamp["valid"] else "INVALID"
-
-
-def _backs(es: Mapping[str, Any]) -> str:
-    """``; they back P93.5 ≤ 1.20 s``: what a run too small for the estimate can claim."""
-    pct, value = es.get("claimable"), es.get("claimable_value")
-    if pct is None or value is None:
-        return ""
-    return f"; they back P{pct:g} ≤ {seconds(value)}"

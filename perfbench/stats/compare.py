@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from perfbench.stats import breakdown, power
+from perfbench.stats import breakdown, early_stopping, power
 from perfbench.stats.advice import gaps_merged
 
 Better = Literal["lower", "higher"]
@@ -229,6 +229,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     moved: str | None = None  # which part of a task's time moved (stats/breakdown.py)
     gaps_merged: bool = False  # a side's client lagged: its ITL rows need their caveat
+    # Each side's early-stopping estimate of the tail percentiles compared (runs pooled).
+    tails: list[early_stopping.RowClaims] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[Row]:
@@ -289,6 +291,9 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
         ],
         moved=breakdown.moved([r["overall"] for r in base_runs], [r["overall"] for r in cand_runs]),
         gaps_merged=gaps_merged(baseline) or gaps_merged(candidate),
+        tails=early_stopping.row_claims(
+            baseline, candidate, {m.name: m.path for m in rules.metrics}
+        ),
     )
 
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
@@ -166,4 +168,64 @@ def tails(hist: Histogram) -> dict[str, float | None]:
     out = {f"p{p:g}": values[ats[p]] if p in ats else None for p in TAILS}
     if out["p99"] is None:
         out["claimable"] = claimable(n)
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What one side's values, every run pooled, claim of a tail percentile at
+    ``CONFIDENCE``: the early-stopping estimate beside the raw percentile; without one (too
+    few values), how many it needs and the lower percentile the values do back, bounded by
+    their largest (``claimable``)."""
+
+    percentile: float
+    n: int
+    raw: float | None
+    value: float | None  # the early-stopping estimate; None: fewer values than ``needs``
+    needs: int
+    backs: float | None = None  # without a value: the highest percentile the values back
+    largest: float | None = None  # …which their largest value bounds
+
+
+def claim(scope: Mapping[str, Any], figure: str, percentile: float) -> Claim | None:
+    """``figure``'s claim (``latency``, ``ttft``…) in a pooled scope of ``summary.json``; None
+    where the summary kept no estimate of it (written before estimates were, or no values)."""
+    stored = (scope.get("early_stopping") or {}).get(figure)
+    dist = scope.get(figure) or {}
+    n = int(dist.get("n") or 0)
+    if stored is None or not n or percentile not in TAILS:
+        return None
+    value = stored.get(f"p{percentile:g}")
+    found = Claim(percentile, n, dist.get(f"p{percentile:g}"), value, min_count(percentile))
+    if value is not None:
+        return found
+    return replace(found, backs=claimable(n), largest=dist.get("max"))
+
+
+@dataclass(frozen=True)
+class RowClaims:
+    """Both sides' claims of the tail percentile a comparison row (``metric``) rests on."""
+
+    metric: str
+    baseline: Claim | None
+    candidate: Claim | None
+
+
+_TAIL_PATH = re.compile(r"(\w+)\.p(\d+(?:\.\d+)?)")
+
+
+def row_claims(
+    baseline: Mapping[str, Any], candidate: Mapping[str, Any], paths: Mapping[str, str]
+) -> list[RowClaims]:
+    """For each comparison metric (name → its path in a run's metrics, ``latency.p99``) that
+    is a tail percentile with a stored estimate, each side's claim over its pooled runs."""
+    sides = [(s.get("pooled") or {}).get("overall") or {} for s in (baseline, candidate)]
+    out = []
+    for name, path in paths.items():
+        match = _TAIL_PATH.fullmatch(path)
+        if match is None or float(match.group(2)) not in TAILS:
+            continue
+        base, cand = (claim(s, match.group(1), float(match.group(2))) for s in sides)
+        if base is not None or cand is not None:
+            out.append(RowClaims(name, base, cand))
     return out

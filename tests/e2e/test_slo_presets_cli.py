@@ -30,7 +30,7 @@ def test_a_preset_missed_on_ttft_is_said_with_its_p99_and_early_stopping(tmp_pat
     assert "SLO mlperf:llama2-70b:interactive: MISSED (TTFT P99 6" in said
     assert "over 450.0 ms)" in said
     assert "TPOT P99" in said and "(limit 40.0 ms, ok)" in said
-    assert "early-stopping P99 (99% confidence): none from 4 requests, needs 662" in said
+    assert "early-stopping P99 (99% confidence): none: needs 662 requests, has 4" in said
     (run_dir,) = (tmp_path / "runs").iterdir()
     good = json.loads((run_dir / "summary.json").read_text())["pooled"]["overall"]["goodput"]
     assert [c["met"] for c in good["objectives"]] == [False, True]

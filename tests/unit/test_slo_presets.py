@@ -100,8 +100,8 @@ def test_a_preset_is_missed_on_its_p99_and_the_words_say_which() -> None:
     assert ttft["early_stopping"]["value"] is None and ttft["early_stopping"]["needs"] == 662
     lines = slo_words.verdict(good)
     assert lines[0] == "SLO mlperf:llama2-70b:interactive: MISSED (TTFT P99 600.0 ms over 450.0 ms)"
-    assert ("early-stopping P99 (99% confidence): none from 100 requests, needs 662; they back "
-            "P93.5 ≤ 600.0 ms") in lines[1]  # fmt: skip
+    assert ("early-stopping P99 (99% confidence): none: needs 662 requests, has 100 (they back "
+            "only P93.5 ≤ 600.0 ms, the largest)") in lines[1]  # fmt: skip
 
 
 def test_a_large_run_shows_the_early_stopping_p99_above_the_raw_one() -> None:
@@ -135,5 +135,7 @@ def test_every_scope_keeps_early_stopping_tails_and_the_console_line_shows_them(
     assert few["early_stopping"]["latency"]["claimable"] == 93.5
     assert few["latency"]["max"] > few["latency"]["p99"]
     largest = f"{few['latency']['max'] * 1000:.1f} ms"
+    raw = f"{few['latency']['p99'] * 1000:.1f} ms"
     said = slo_words.tail_claims(few)[0]
-    assert f"latency – (needs 662 tasks, has 100; they back P93.5 ≤ {largest})" in said
+    assert (f"latency none: needs 662 tasks, has 100 (raw {raw}; they back only P93.5 ≤ "
+            f"{largest}, the largest)") in said  # fmt: skip
