@@ -30,6 +30,7 @@ from perfbench.engine.results import RunResult, SweepResult
 from perfbench.engine.session import Session
 from perfbench.engine.sweep import Sweep
 from perfbench.errors import StoreError
+from perfbench.report import sweep as sweep_report
 from perfbench.spec import RunSpec, SweepSpec
 from perfbench.stats import planning
 from perfbench.store import sweeps
@@ -126,15 +127,17 @@ def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
 
 
 def sweep(spec: SweepSpec, observer: RunObserver | None = None) -> SweepResult:
-    """Run ``spec``'s levels into a new sweep directory under ``spec.out``. A signal stops it
-    as it stops a run: the level running then ends interrupted, the sweep can be resumed."""
-    return _sweep(Sweep(spec, observer), observer)
+    """Run ``spec``'s levels into a new sweep directory under ``spec.out``, with sweep.json,
+    and sweep.md and the chart rendered from the result (``report.sweep.write``). A signal
+    stops it as it stops a run: the level running then ends interrupted, the sweep can be
+    resumed."""
+    return _sweep(Sweep(spec, observer, publish=sweep_report.write), observer)
 
 
 def resume_sweep(path: Path, observer: RunObserver | None = None) -> SweepResult:
     """Continue an unfinished sweep: finished levels are read back, not measured again."""
     spec = SweepSpec.from_doc(sweeps.read_plan(path))
-    return _sweep(Sweep(spec, observer, path=path), observer)
+    return _sweep(Sweep(spec, observer, path=path, publish=sweep_report.write), observer)
 
 
 def _sweep(sweeper: Sweep, observer: RunObserver | None = None) -> SweepResult:

@@ -29,8 +29,8 @@ from perfbench.cli.specs import run_spec, server_options
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
 from perfbench.events import JsonEvents, LiveView, Sink
+from perfbench.report import sweep_md
 from perfbench.report.format import seconds
-from perfbench.report.sweep_md import markdown as sweep_markdown
 from perfbench.spec import SweepPlan, SweepSpec
 from perfbench.stats import goodput
 from perfbench.stats.knee import Level, StopRule
@@ -184,9 +184,7 @@ def sweep(
             )
             result = api.sweep(spec, watch)
     console = err if events else out
-    plan = result.plan
-    text = sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
-    console.print(text, highlight=False, markup=False)
+    console.print(sweep_md.render(result), highlight=False, markup=False)
     console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
     code = stopped(result.stopped_by) if result.interrupted else ExitCode.OK
     lowest = result.levels[0] if result.levels else None
