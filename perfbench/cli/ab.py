@@ -25,7 +25,7 @@ import typer
 
 from perfbench import ab as lib
 from perfbench import store
-from perfbench.cli import confirm, results
+from perfbench.cli import compare, rules
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import Flag, Flags, shared
 from perfbench.cli.output import err, errors, warning, write_text
@@ -56,7 +56,7 @@ def _in_panel(kind: Any, panel: str) -> Any:
 
 
 def _gate_flags() -> tuple[Flag, ...]:
-    params = inspect.signature(results.compare_, eval_str=True).parameters.values()
+    params = inspect.signature(compare.compare_, eval_str=True).parameters.values()
     return tuple(
         Flag(p.name, _in_panel(p.annotation, _GATE_PANEL), p.default)
         for p in params
@@ -227,9 +227,9 @@ def ab(
 
 def _regressed(out: Path, flags: Flags) -> bool:
     """Whether the first rounds show a regression, by compare's own rules (nothing printed)."""
-    gate = {k: v for k, v in flags.items() if k in confirm.RULE_FLAGS}
+    gate = {k: v for k, v in flags.items() if k in rules.RULE_FLAGS}
     with errors():
-        return confirm.regressed("baseline*", "candidate*", out, **gate)
+        return rules.regressed("baseline*", "candidate*", out, **gate)
 
 
 def _new_folder(given: Path | None) -> Path:
@@ -314,7 +314,7 @@ def _gate(
             write_text(Path(step_summary), heading, append=True)
     verdict_file = out / "verdict.md"
     try:  # compare ends with typer.Exit(its verdict's code), which ends ab too
-        results.compare_(
+        compare.compare_(
             baseline_ref=f"baseline{suffix}*", candidate_ref=f"candidate{suffix}*", root=out,
             markdown_file=verdict_file, force=False, **flags,
         )  # fmt: skip

@@ -15,7 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from perfbench import config, store
+from perfbench import store
+from perfbench.cli import config
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.output import err, errors, write_text
 from perfbench.cli.runs import RootOpt

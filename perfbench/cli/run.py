@@ -15,6 +15,7 @@ from rich.text import Text
 from perfbench import api
 from perfbench.cli import auto, options, otlp, watching
 from perfbench.cli.app import ExitCode, app
+from perfbench.cli.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
     OUTPUT,
@@ -29,7 +30,6 @@ from perfbench.cli.options import (
 from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, scenario_flags, server_options, trace_cases
 from perfbench.engine.results import RunResult
-from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.advice import client_bound

@@ -13,6 +13,7 @@ import typer
 from perfbench import api
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
+from perfbench.cli.events import JsonEvents, LiveView, Sink
 from perfbench.cli.options import (
     OUTPUT,
     PASSES,
@@ -28,7 +29,6 @@ from perfbench.cli.run import MAX_ERROR_RATE, Watch, stopped
 from perfbench.cli.specs import run_spec, server_options
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
-from perfbench.events import JsonEvents, LiveView, Sink
 from perfbench.report import sweep_md
 from perfbench.report.format import seconds
 from perfbench.spec import SweepPlan, SweepSpec
