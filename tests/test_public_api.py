@@ -20,6 +20,26 @@ def test_the_public_names_are_pinned() -> None:
     assert set(perfbench._EXPORTS) == set(PUBLIC)
 
 
+# perfbench.api: running (run, resume, sweep, …) and judging stored runs (compare, plan, report),
+# so a script or CI job gets compare's verdict without re-assembling the CLI's pipeline.
+API = [
+    "Needs", "RunResult", "SweepResult", "Verdict", "check", "compare", "confirmed", "extend",
+    "more_runs", "plan", "report", "rerun", "resume", "resume_sweep", "run", "sweep",
+]  # fmt: skip
+
+
+def test_the_library_entry_points_are_pinned() -> None:
+    from perfbench import api
+
+    assert sorted(api.__all__) == sorted(API)
+    for name in API:
+        value = getattr(api, name)
+        assert value.__name__ == name, name
+        if callable(value) and not isinstance(value, type):
+            assert value.__module__ == "perfbench.api", name  # defined in the face, not moved
+            assert value.__doc__, name
+
+
 def test_every_public_name_resolves_to_what_it_names() -> None:
     for name in perfbench.__all__:
         value = getattr(perfbench, name)

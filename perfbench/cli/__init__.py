@@ -111,6 +111,7 @@ def _wired() -> typer.Typer:
         ab,
         calibrate,
         cases,
+        compare,
         history,
         mock,
         plan,
@@ -125,7 +126,22 @@ def _wired() -> typer.Typer:
     from perfbench.cli.app import app, cases_app, mock_app, slo_app
 
     # imported for the commands they register
-    del ab, calibrate, cases, history, mock, plan, proxy, results, run, runs, slo, sweep, verify
+    del (
+        ab,
+        calibrate,
+        cases,
+        compare,
+        history,
+        mock,
+        plan,
+        proxy,
+        results,
+        run,
+        runs,
+        slo,
+        sweep,
+        verify,
+    )
     app.registered_commands.sort(key=lambda c: _ORDER.index(_name(c)))
     _reflow_help(app, cases_app, mock_app, slo_app)
     return app

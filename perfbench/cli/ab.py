@@ -25,7 +25,7 @@ import typer
 
 from perfbench import ab as lib
 from perfbench import store
-from perfbench.cli import confirm, results
+from perfbench.cli import compare, rules, shape
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import Flag, Flags, shared
 from perfbench.cli.output import err, errors, warning, write_text
@@ -56,7 +56,7 @@ def _in_panel(kind: Any, panel: str) -> Any:
 
 
 def _gate_flags() -> tuple[Flag, ...]:
-    params = inspect.signature(results.compare_, eval_str=True).parameters.values()
+    params = inspect.signature(compare.compare_, eval_str=True).parameters.values()
     return tuple(
         Flag(p.name, _in_panel(p.annotation, _GATE_PANEL), p.default)
         for p in params
@@ -67,113 +67,125 @@ def _gate_flags() -> tuple[Flag, ...]:
 GATE = _gate_flags()
 
 
+BaselineOpt = Annotated[
+    str,
+    _side_option(
+        "--baseline",
+        "-b",
+        show_default=False,
+        help="The commit to compare against: a sha, branch or tag (in a pull request, its "
+        "base: origin/main, or github.event.pull_request.base.sha).",
+    ),
+]
+TargetOpt = Annotated[
+    str,
+    _run_option(
+        "--target",
+        "-t",
+        show_default=False,
+        help="What to measure, run in each side's tree: python:module:function imports "
+        "that side's module (the tree is on PYTHONPATH); a mock profile path is read from "
+        "the side's tree too.",
+    ),
+]
+CandidateOpt = Annotated[
+    str,
+    _side_option(
+        "--candidate",
+        help="The commit under test; '.' is the working tree as it is, uncommitted "
+        "changes included (HEAD is the last commit).",
+    ),
+]
+CasesOpt = Annotated[
+    list[Path] | None,
+    _run_option(
+        "--cases",
+        help="Case files or folders (repeatable; default: cases). A relative path is read "
+        "from the candidate, once, and both sides run that copy.",
+    ),
+]
+RoundsOpt = Annotated[
+    int,
+    _side_option(
+        min=2,
+        help="Rounds: each runs one measured pass per side, the side going first "
+        "alternating. They are compare's runs a side: under 5 no change in one metric "
+        "can be significant; a gated metric the rounds could not have flagged at "
+        "--detect makes the verdict underpowered, which says how many would.",
+    ),
+]
+WarmupOpt = Annotated[
+    int,
+    _run_option(min=0, help="Warmup passes before each measured one."),
+]
+PythonpathOpt = Annotated[
+    list[str] | None,
+    _run_option(
+        "--pythonpath",
+        help="Folder of each side's tree to put on PYTHONPATH (repeatable; default: the "
+        "folder ab was started in, e.g. add src for a src layout).",
+    ),
+]
+SetupOpt = Annotated[
+    str | None,
+    _side_option(
+        help="Shell command run in each side's tree before the first round (a build, "
+        "pip install -r requirements.txt); a failure stops ab with exit 3.",
+    ),
+]
+OutDirOpt = Annotated[
+    Path | None,
+    _side_option(
+        "--out",
+        help="New folder for both sides' runs (default: runs/ab-<UTC time>).",
+    ),
+]
+SummaryOpt = Annotated[
+    Path | None,
+    _side_option(
+        help="Also write the Markdown verdict here. On GitHub it is appended to "
+        "$GITHUB_STEP_SUMMARY (the job's summary page) in any case.",
+    ),
+]
+ConfirmRoundsOpt = Annotated[
+    int | None,
+    _side_option(
+        "--confirm-rounds",
+        min=0,
+        help="On a regression, measure this many more interleaved rounds (default: as "
+        "many as --rounds; 0: off) and give their verdict: the build fails only if the "
+        "new rounds, measured afresh, regress too. One noisy stretch cannot fail it.",
+    ),
+]
+RunTimeoutOpt = Annotated[float, _run_option(min=1, help="Seconds one side's run may take.")]
+ExtraOpt = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="[-- RUN_FLAGS...]",
+        show_default=False,
+        help="More perfbench run flags, after --, for both sides (--header, --retries, --rate…).",
+    ),
+]
+
+
 @app.command("ab")
 @shared(GATE)
 def ab(
-    baseline: Annotated[
-        str,
-        _side_option(
-            "--baseline",
-            "-b",
-            show_default=False,
-            help="The commit to compare against: a sha, branch or tag (in a pull request, its "
-            "base: origin/main, or github.event.pull_request.base.sha).",
-        ),
-    ],
-    target: Annotated[
-        str,
-        _run_option(
-            "--target",
-            "-t",
-            show_default=False,
-            help="What to measure, run in each side's tree: python:module:function imports "
-            "that side's module (the tree is on PYTHONPATH); a mock profile path is read from "
-            "the side's tree too.",
-        ),
-    ],
-    candidate: Annotated[
-        str,
-        _side_option(
-            "--candidate",
-            help="The commit under test; '.' is the working tree as it is, uncommitted "
-            "changes included (HEAD is the last commit).",
-        ),
-    ] = lib.WORKING_TREE,
-    cases: Annotated[
-        list[Path] | None,
-        _run_option(
-            "--cases",
-            help="Case files or folders (repeatable; default: cases). A relative path is read "
-            "from the candidate, once, and both sides run that copy.",
-        ),
-    ] = None,
-    rounds: Annotated[
-        int,
-        _side_option(
-            min=2,
-            help="Rounds: each runs one measured pass per side, the side going first "
-            "alternating. They are compare's runs a side: under 5 no change in one metric "
-            "can be significant; a gated metric the rounds could not have flagged at "
-            "--detect makes the verdict underpowered, which says how many would.",
-        ),
-    ] = _DEFAULT_ROUNDS,
+    baseline: BaselineOpt,
+    target: TargetOpt,
+    candidate: CandidateOpt = lib.WORKING_TREE,
+    cases: CasesOpt = None,
+    rounds: RoundsOpt = _DEFAULT_ROUNDS,
     repeat: Annotated[int, _run_option(min=1, help="Executions of each case per pass.")] = 1,
-    warmup: Annotated[
-        int,
-        _run_option(min=0, help="Warmup passes before each measured one."),
-    ] = 1,
-    concurrency: Annotated[int, _run_option("--concurrency", "-c", min=1, help="In flight.")] = 1,
-    pythonpath: Annotated[
-        list[str] | None,
-        _run_option(
-            "--pythonpath",
-            help="Folder of each side's tree to put on PYTHONPATH (repeatable; default: the "
-            "folder ab was started in, e.g. add src for a src layout).",
-        ),
-    ] = None,
-    setup: Annotated[
-        str | None,
-        _side_option(
-            help="Shell command run in each side's tree before the first round (a build, "
-            "pip install -r requirements.txt); a failure stops ab with exit 3.",
-        ),
-    ] = None,
-    out_dir: Annotated[
-        Path | None,
-        _side_option(
-            "--out",
-            help="New folder for both sides' runs (default: runs/ab-<UTC time>).",
-        ),
-    ] = None,
-    summary: Annotated[
-        Path | None,
-        _side_option(
-            help="Also write the Markdown verdict here. On GitHub it is appended to "
-            "$GITHUB_STEP_SUMMARY (the job's summary page) in any case.",
-        ),
-    ] = None,
-    confirm_rounds: Annotated[
-        int | None,
-        _side_option(
-            "--confirm-rounds",
-            min=0,
-            help="On a regression, measure this many more interleaved rounds (default: as "
-            "many as --rounds; 0: off) and give their verdict: the build fails only if the "
-            "new rounds, measured afresh, regress too. One noisy stretch cannot fail it.",
-        ),
-    ] = None,
-    run_timeout: Annotated[
-        float, _run_option(min=1, help="Seconds one side's run may take.")
-    ] = 3600,
-    extra: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[-- RUN_FLAGS...]",
-            show_default=False,
-            help="More perfbench run flags, after --, for both sides (--header, --retries, "
-            "--rate…).",
-        ),
-    ] = None,
+    warmup: WarmupOpt = 1,
+    concurrency: shape.ConcurrencyOpt = 1,
+    pythonpath: PythonpathOpt = None,
+    setup: SetupOpt = None,
+    out_dir: OutDirOpt = None,
+    summary: SummaryOpt = None,
+    confirm_rounds: ConfirmRoundsOpt = None,
+    run_timeout: RunTimeoutOpt = 3600,
+    extra: ExtraOpt = None,
     *,
     flags: Flags,
 ) -> None:
@@ -227,9 +239,9 @@ def ab(
 
 def _regressed(out: Path, flags: Flags) -> bool:
     """Whether the first rounds show a regression, by compare's own rules (nothing printed)."""
-    gate = {k: v for k, v in flags.items() if k in confirm.RULE_FLAGS}
+    gate = {k: v for k, v in flags.items() if k in rules.RULE_FLAGS}
     with errors():
-        return confirm.regressed("baseline*", "candidate*", out, **gate)
+        return rules.regressed("baseline*", "candidate*", out, **gate)
 
 
 def _new_folder(given: Path | None) -> Path:
@@ -314,7 +326,7 @@ def _gate(
             write_text(Path(step_summary), heading, append=True)
     verdict_file = out / "verdict.md"
     try:  # compare ends with typer.Exit(its verdict's code), which ends ab too
-        results.compare_(
+        compare.compare_(
             baseline_ref=f"baseline{suffix}*", candidate_ref=f"candidate{suffix}*", root=out,
             markdown_file=verdict_file, force=False, **flags,
         )  # fmt: skip

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from perfbench import config
+from perfbench.cli import config
 from perfbench.errors import GateError
 from perfbench.report.format import TITLES
 from perfbench.stats import planning

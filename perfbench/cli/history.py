@@ -15,7 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from perfbench import config, store
+from perfbench import store
+from perfbench.cli import config
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.output import err, errors, write_text
 from perfbench.cli.runs import RootOpt
@@ -28,55 +29,65 @@ from perfbench.stats.thresholds import quantity
 ORDERS = ("time", "label", "name")
 
 
+RunRefsOpt = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="[RUN...]",
+        help="Runs in the series: directories, names, labels or patterns ('v1.*'); "
+        "default: every run under --root.",
+    ),
+]
+OrderOpt = Annotated[
+    str,
+    typer.Option(
+        help="Order of the series: time (when each run started), label (as versions: "
+        "v1.9 before v1.10) or name.",
+    ),
+]
+RecentOpt = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Exit 4 when a metric's newest change point is for the worse and within "
+        "this many of the newest runs (a change point needs a few runs after it to show).",
+    ),
+]
+MaxPOpt = Annotated[
+    float,
+    typer.Option("--max-p", min=1e-9, max=0.5, help="Significance of a change point."),
+]
+MinChangeOpt = Annotated[
+    str,
+    typer.Option("--min-change", help="A change point must also move the level this much."),
+]
+GateMetricsOpt = Annotated[
+    str | None, typer.Option("--gate", help="Only these metrics: p50,p95,throughput.")
+]
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Also write history.md, its charts and history.html into this folder.",
+    ),
+]
+ConfigFileOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="Settings file (default: ./perfbench.toml or pyproject)."),
+]
+
+
 @app.command("history")
 def history(
-    run_refs: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[RUN...]",
-            help="Runs in the series: directories, names, labels or patterns ('v1.*'); "
-            "default: every run under --root.",
-        ),
-    ] = None,
-    order: Annotated[
-        str,
-        typer.Option(
-            help="Order of the series: time (when each run started), label (as versions: "
-            "v1.9 before v1.10) or name.",
-        ),
-    ] = "time",
-    recent: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Exit 4 when a metric's newest change point is for the worse and within "
-            "this many of the newest runs (a change point needs a few runs after it to show).",
-        ),
-    ] = 6,
-    max_p: Annotated[
-        float,
-        typer.Option("--max-p", min=1e-9, max=0.5, help="Significance of a change point."),
-    ] = lib.MAX_P,
-    min_change: Annotated[
-        str,
-        typer.Option("--min-change", help="A change point must also move the level this much."),
-    ] = "5%",
-    gate_metrics: Annotated[
-        str | None, typer.Option("--gate", help="Only these metrics: p50,p95,throughput.")
-    ] = None,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Also write history.md, its charts and history.html into this folder.",
-        ),
-    ] = None,
+    run_refs: RunRefsOpt = None,
+    order: OrderOpt = "time",
+    recent: RecentOpt = 6,
+    max_p: MaxPOpt = lib.MAX_P,
+    min_change: MinChangeOpt = "5%",
+    gate_metrics: GateMetricsOpt = None,
+    out_dir: OutDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the history as JSON.")] = False,
-    config_file: Annotated[
-        Path | None,
-        typer.Option("--config", help="Settings file (default: ./perfbench.toml or pyproject)."),
-    ] = None,
+    config_file: ConfigFileOpt = None,
     root: RootOpt = Path("runs"),
 ) -> None:
     """Find where each gated metric's level shifted over a series of runs (one per release).

@@ -13,8 +13,9 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from perfbench import api
-from perfbench.cli import auto, options, otlp, watching
+from perfbench.cli import auto, options, otlp, shape, watching
 from perfbench.cli.app import ExitCode, app
+from perfbench.cli.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.cli.options import (
     AUTO_FIRST_RUNS,
     OUTPUT,
@@ -29,7 +30,6 @@ from perfbench.cli.options import (
 from perfbench.cli.output import err, errors, out, print_result, run_directory
 from perfbench.cli.specs import objectives, run_spec, scenario_flags, server_options, trace_cases
 from perfbench.engine.results import RunResult
-from perfbench.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.report.format import seconds
 from perfbench.spec import Plan, RunSpec
 from perfbench.stats.advice import client_bound
@@ -37,159 +37,95 @@ from perfbench.stats.advice import client_bound
 MAX_ERROR_RATE = 0.5  # a run where most tasks failed measured the failures, not the target
 
 
+ResumeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel="Passes",
+        help="Continue an interrupted run directory: finished tasks are kept.",
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        rich_help_panel="Exit code",
+        help="Exit 7 when the client may have set the pace (event-loop lag, CPU, or near "
+        "the ceiling `perfbench calibrate` measured): for CI jobs that must not trust "
+        "such figures.",
+    ),
+]
+MaxErrorRateOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Exit code",
+        min=0.0,
+        max=1.0,
+        help="Exit 8 when more than this share of the measured tasks failed (errors, "
+        "timeouts, 429s after retries): a run of failures is not a measurement. 1 turns "
+        "the check off.",
+    ),
+]
+DetectOpt = Annotated[
+    str,
+    typer.Option(
+        rich_help_panel="Passes",
+        help="With --runs auto: the change compare must be able to see (20%: a P95 20% "
+        "slower), at the noise these runs measure; timings whose threshold is at or above "
+        "it are not counted (compare never flags them for such a change).",
+    ),
+]
+MaxRunsOpt = Annotated[
+    int,
+    typer.Option(
+        rich_help_panel="Passes",
+        min=AUTO_FIRST_RUNS,
+        help="With --runs auto: the most runs to make; past it the run says what it can "
+        "detect instead.",
+    ),
+]
+SloOpt = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel="Output",
+        help="Service-level objectives for goodput: 'ttft<500ms,tpot<50ms' (also e2e, per "
+        "request, and latency, per task). The run reports the share and rate of requests "
+        "and tasks meeting every one; failed and refused ones count as misses.",
+    ),
+]
+ScenarioOpt = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel="Output",
+        help="Stamp the run VALID or INVALID by a scenario's rules: mlperf-server (Poisson "
+        "arrivals at --rate, 600 s and 1 run by default, at least 100 queries, the --slo "
+        "preset met at P99 with its early-stopping estimate). Each failed rule is named.",
+    ),
+]
+
+
 @app.command()
 @shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, watching.WATCHING)
 def run(
     ctx: typer.Context,
     cases: CasesArg = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", "-c", rich_help_panel="Load", min=1, help="Tasks in flight at once."
-        ),
-    ] = 1,
-    rate: Annotated[
-        float | None,
-        typer.Option(
-            rich_help_panel="Load",
-            min=0.001,
-            help="Open loop: start tasks at this rate (tasks/s) whatever is "
-            "in flight; latency is also reported from each task's intended start.",
-        ),
-    ] = None,
-    arrival: Annotated[
-        str,
-        typer.Option(
-            rich_help_panel="Load", help="Open-loop arrivals: constant or poisson (seeded)."
-        ),
-    ] = "constant",
-    duration: Annotated[
-        float | None,
-        typer.Option(
-            rich_help_panel="Load",
-            min=0.001,
-            help="Open loop (--rate): seconds per run. Closed loop (-c N, k6's habit): "
-            "seconds of measurement in all, shared by the --runs, each cycling over the suite "
-            "until its share is up (tasks in flight then finish, and count), after the warmup "
-            "pass. Default: one pass over the suite × --repeat per run.",
-        ),
-    ] = None,
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel="Load",
-            help="Open loop replaying a trace: a JSONL file of arrival times (timestamp in ms, "
-            "as Mooncake and AIPerf traces, or timestamp_s), each pass starting a task at each "
-            "one; latency is also reported from each task's intended start. Given no cases, a "
-            "trace whose lines have input_length (output_length, hash_ids) makes one prompt "
-            "of that shape per arrival.",
-        ),
-    ] = None,
-    max_in_flight: Annotated[
-        int | None,
-        typer.Option(
-            rich_help_panel="Load",
-            min=1,
-            help="Open loop: tasks beyond this many in flight are dropped and "
-            "counted, never silently delayed.",
-        ),
-    ] = None,
-    adaptive: Annotated[
-        bool,
-        typer.Option(
-            rich_help_panel="Load",
-            help="Adaptive concurrency: AIMD on 429s (slow start, ×--decrease).",
-        ),
-    ] = False,
-    max_concurrency: Annotated[
-        int, typer.Option(rich_help_panel="Load", min=1, help="Adaptive: upper bound of the limit.")
-    ] = 256,
-    start: Annotated[
-        int, typer.Option(rich_help_panel="Load", min=1, help="Adaptive: starting limit.")
-    ] = 1,
-    decrease: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Load",
-            min=0.1,
-            max=0.99,
-            help="Adaptive: factor applied per 429 episode.",
-        ),
-    ] = 0.8,
-    stages: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Load",
-            help="Ramping stages, k6's: '30s:8,60s:32,30s:0' ramps the tasks in flight "
-            "linearly to 8 over 30 s, to 32 over 60 s, then down to 0 (durations in ms, s, m, "
-            "h); each measured run follows them (one run unless --runs is given). Instead of "
-            "-c, --duration, --rate and --adaptive.",
-        ),
-    ] = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel="Passes",
-            help="Continue an interrupted run directory: finished tasks are kept.",
-        ),
-    ] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            rich_help_panel="Exit code",
-            help="Exit 7 when the client may have set the pace (event-loop lag, CPU, or near "
-            "the ceiling `perfbench calibrate` measured): for CI jobs that must not trust "
-            "such figures.",
-        ),
-    ] = False,
-    max_error_rate: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Exit code",
-            min=0.0,
-            max=1.0,
-            help="Exit 8 when more than this share of the measured tasks failed (errors, "
-            "timeouts, 429s after retries): a run of failures is not a measurement. 1 turns "
-            "the check off.",
-        ),
-    ] = MAX_ERROR_RATE,
-    detect: Annotated[
-        str,
-        typer.Option(
-            rich_help_panel="Passes",
-            help="With --runs auto: the change compare must be able to see (20%: a P95 20% "
-            "slower), at the noise these runs measure; timings whose threshold is at or above "
-            "it are not counted (compare never flags them for such a change).",
-        ),
-    ] = "20%",
-    max_runs: Annotated[
-        int,
-        typer.Option(
-            rich_help_panel="Passes",
-            min=AUTO_FIRST_RUNS,
-            help="With --runs auto: the most runs to make; past it the run says what it can "
-            "detect instead.",
-        ),
-    ] = 20,
-    slo: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Output",
-            help="Service-level objectives for goodput: 'ttft<500ms,tpot<50ms' (also e2e, per "
-            "request, and latency, per task). The run reports the share and rate of requests "
-            "and tasks meeting every one; failed and refused ones count as misses.",
-        ),
-    ] = None,
+    concurrency: shape.ConcurrencyOpt = 1,
+    rate: shape.RateOpt = None,
+    arrival: shape.ArrivalOpt = "constant",
+    duration: shape.DurationOpt = None,
+    trace: shape.TraceOpt = None,
+    max_in_flight: shape.MaxInFlightOpt = None,
+    adaptive: shape.AdaptiveOpt = False,
+    max_concurrency: shape.MaxConcurrencyOpt = 256,
+    start: shape.StartOpt = 1,
+    decrease: shape.DecreaseOpt = 0.8,
+    stages: shape.StagesOpt = None,
+    resume: ResumeOpt = None,
+    strict: StrictOpt = False,
+    max_error_rate: MaxErrorRateOpt = MAX_ERROR_RATE,
+    detect: DetectOpt = "20%",
+    max_runs: MaxRunsOpt = 20,
+    slo: SloOpt = None,
     otlp_url: otlp.OtlpOpt = None,
-    scenario: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Output",
-            help="Stamp the run VALID or INVALID by a scenario's rules: mlperf-server (Poisson "
-            "arrivals at --rate, 600 s and 1 run by default, at least 100 queries, the --slo "
-            "preset met at P99 with its early-stopping estimate). Each failed rule is named.",
-        ),
-    ] = None,
+    scenario: ScenarioOpt = None,
     *,
     flags: Flags,
 ) -> None:

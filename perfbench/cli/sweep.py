@@ -13,6 +13,7 @@ import typer
 from perfbench import api
 from perfbench.cli import options
 from perfbench.cli.app import ExitCode, app
+from perfbench.cli.events import JsonEvents, LiveView, Sink
 from perfbench.cli.options import (
     OUTPUT,
     PASSES,
@@ -28,9 +29,8 @@ from perfbench.cli.run import MAX_ERROR_RATE, Watch, stopped
 from perfbench.cli.specs import run_spec, server_options
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
-from perfbench.events import JsonEvents, LiveView, Sink
+from perfbench.report import sweep_md
 from perfbench.report.format import seconds
-from perfbench.report.sweep_md import markdown as sweep_markdown
 from perfbench.spec import SweepPlan, SweepSpec
 from perfbench.stats import goodput
 from perfbench.stats.knee import Level, StopRule
@@ -72,93 +72,106 @@ class _SweepWatch(Watch):
             )
 
 
+LevelsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--concurrency", "-c", rich_help_panel="Levels", help="Levels, e.g. 1,2,4,8,16,32."
+    ),
+]
+RatesOpt = Annotated[
+    str | None,
+    typer.Option(rich_help_panel="Levels", help="Open-loop levels in tasks/s, e.g. 1,2,5,10."),
+]
+AutoOpt = Annotated[
+    bool,
+    typer.Option(
+        rich_help_panel="Levels",
+        help="Double concurrency from 1 (the default when no levels given).",
+    ),
+]
+MaxLevelOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Levels", min=1, help="Auto mode (no levels given): stop doubling here."
+    ),
+]
+SloOpt = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel="Levels",
+        help="Report the largest level meeting it: goodput objectives as run --slo takes "
+        "them, 'ttft<500ms,tpot<50ms' (met by --attainment of the tasks), or a percentile "
+        "of task latency, 'p95<2s'.",
+    ),
+]
+AttainmentOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Levels",
+        min=0.01,
+        max=1,
+        help="With goodput objectives in --slo: the share of tasks that must meet every "
+        "one at a level (a failed task misses).",
+    ),
+]
+ErrorBudgetOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Levels",
+        min=0,
+        max=1,
+        help="Stop when errors or 429s exceed this share.",
+    ),
+]
+P95FactorOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Levels", min=1, help="Stop when P95 exceeds this × the lowest level's."
+    ),
+]
+MinGainOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Levels",
+        min=0,
+        help="Stop when doubling gains less throughput than this.",
+    ),
+]
+ResumeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel="Passes",
+        help="Continue an interrupted sweep directory: finished levels are kept.",
+    ),
+]
+MaxErrorRateOpt = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel="Exit code",
+        min=0.0,
+        max=1.0,
+        help="Exit 8 when more than this share of the lowest level's tasks failed: the "
+        "sweep measured failures, not where the target stops scaling. 1 turns it off.",
+    ),
+]
+
+
 @app.command()
 @shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, defaults={"runs": 3})
 def sweep(
     ctx: typer.Context,
     cases: CasesArg = None,
-    concurrency: Annotated[
-        str | None,
-        typer.Option(
-            "--concurrency", "-c", rich_help_panel="Levels", help="Levels, e.g. 1,2,4,8,16,32."
-        ),
-    ] = None,
-    rates: Annotated[
-        str | None,
-        typer.Option(rich_help_panel="Levels", help="Open-loop levels in tasks/s, e.g. 1,2,5,10."),
-    ] = None,
-    auto: Annotated[
-        bool,
-        typer.Option(
-            rich_help_panel="Levels",
-            help="Double concurrency from 1 (the default when no levels given).",
-        ),
-    ] = False,
-    max_level: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels", min=1, help="Auto mode (no levels given): stop doubling here."
-        ),
-    ] = 1024,
-    slo: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel="Levels",
-            help="Report the largest level meeting it: goodput objectives as run --slo takes "
-            "them, 'ttft<500ms,tpot<50ms' (met by --attainment of the tasks), or a percentile "
-            "of task latency, 'p95<2s'.",
-        ),
-    ] = None,
-    attainment: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels",
-            min=0.01,
-            max=1,
-            help="With goodput objectives in --slo: the share of tasks that must meet every "
-            "one at a level (a failed task misses).",
-        ),
-    ] = 0.9,
-    error_budget: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels",
-            min=0,
-            max=1,
-            help="Stop when errors or 429s exceed this share.",
-        ),
-    ] = 0.01,
-    p95_factor: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels", min=1, help="Stop when P95 exceeds this × the lowest level's."
-        ),
-    ] = 3.0,
-    min_gain: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Levels",
-            min=0,
-            help="Stop when doubling gains less throughput than this.",
-        ),
-    ] = 0.10,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel="Passes",
-            help="Continue an interrupted sweep directory: finished levels are kept.",
-        ),
-    ] = None,
-    max_error_rate: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel="Exit code",
-            min=0.0,
-            max=1.0,
-            help="Exit 8 when more than this share of the lowest level's tasks failed: the "
-            "sweep measured failures, not where the target stops scaling. 1 turns it off.",
-        ),
-    ] = MAX_ERROR_RATE,
+    concurrency: LevelsOpt = None,
+    rates: RatesOpt = None,
+    auto: AutoOpt = False,
+    max_level: MaxLevelOpt = 1024,
+    slo: SloOpt = None,
+    attainment: AttainmentOpt = 0.9,
+    error_budget: ErrorBudgetOpt = 0.01,
+    p95_factor: P95FactorOpt = 3.0,
+    min_gain: MinGainOpt = 0.10,
+    resume: ResumeOpt = None,
+    max_error_rate: MaxErrorRateOpt = MAX_ERROR_RATE,
     *,
     flags: Flags,
 ) -> None:
@@ -184,9 +197,7 @@ def sweep(
             )
             result = api.sweep(spec, watch)
     console = err if events else out
-    plan = result.plan
-    text = sweep_markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
-    console.print(text, highlight=False, markup=False)
+    console.print(sweep_md.render(result), highlight=False, markup=False)
     console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
     code = stopped(result.stopped_by) if result.interrupted else ExitCode.OK
     lowest = result.levels[0] if result.levels else None

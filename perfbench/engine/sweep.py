@@ -23,7 +23,6 @@ from perfbench.engine.observer import RunObserver
 from perfbench.engine.results import SweepResult
 from perfbench.engine.session import Session
 from perfbench.errors import StoreError
-from perfbench.report.sweep_md import knee_label, markdown
 from perfbench.spec import SweepSpec
 from perfbench.stats.knee import Level, StopKind, analyse, bisect, level_of, stop
 from perfbench.store.sweeps import PLAN_FILE, finished, level_dir, resumable
@@ -31,13 +30,19 @@ from perfbench.suite import Suite
 from perfbench.targets import Target
 
 TargetFactory = Callable[[int], Target]  # a fresh target sized for the level's concurrency
+# What the caller makes of a finished sweep's result (``report.sweep.write``: sweep.md and the
+# chart): the engine measures and stores, the report layer renders.
+Publish = Callable[[SweepResult], object]
 
 
 class Sweep:
     """Runs ``spec``'s levels into one sweep directory (``path``: an unfinished one to take
     up). Each level is a ``Session`` of ``spec.level(level)``; the observer hears every
     level's run and ``level_finished``. A ``factory`` makes each level's target instead of
-    the spec (a library caller's own target; the levels then run in one process)."""
+    the spec (a library caller's own target; the levels then run in one process).
+    ``publish`` is handed the finished sweep's result before sweep-plan.json says completed
+    (``api.sweep`` passes the report writer), so a publish that fails leaves a sweep that
+    ``--resume`` finishes again from the levels kept."""
 
     def __init__(
         self,
@@ -47,11 +52,13 @@ class Sweep:
         suite: Suite | None = None,
         factory: TargetFactory | None = None,
         path: Path | None = None,
+        publish: Publish | None = None,
     ) -> None:
         self.spec, self.plan = spec, spec.plan
         self.observer = observer or RunObserver()
         self.suite = suite if suite is not None else spec.load_suite()
         self.factory = factory
+        self.publish = publish
         self.measured: dict[float, Level] = {}
         self.reasons: dict[float, str | None] = {}
         self.kinds: dict[float, StopKind | None] = {}  # what kind of limit each stop was
@@ -113,10 +120,12 @@ class Sweep:
                 store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
             raise
         levels = [self.measured[k] for k in sorted(self.measured)]
-        findings = self._analyse(levels)
-        self._write_findings(path, levels, findings)
+        result = SweepResult(path, levels, self._analyse(levels), self.plan)
+        self._write_findings(result)
+        if self.publish is not None:
+            self.publish(result)
         store.write_json(path / PLAN_FILE, {**how, "status": "completed"})
-        return SweepResult(path, levels, findings, self.plan)
+        return result
 
     def _analyse(self, levels: list[Level]) -> dict[str, Any]:
         plan = self.plan
@@ -124,30 +133,15 @@ class Sweep:
             levels, self.reasons, rates=plan.rates, slo=plan.slo, kinds=self.kinds, rule=plan.rule
         )
 
-    def _write_findings(self, path: Path, levels: list[Level], findings: dict[str, Any]) -> None:
-        """sweep.json, sweep.md and the chart. A failed write leaves sweep-plan.json
-        ``running``, so `perfbench sweep --resume` writes them again from the levels kept."""
-        rates, slo = self.plan.rates, self.plan.slo
+    def _write_findings(self, result: SweepResult) -> None:
+        """sweep.json: the levels and the findings, what the report renders and reads back."""
+        plan = self.plan
         doc = {
-            "levels": [asdict(v) for v in levels],
-            "findings": findings,
-            "plan": {"rates": rates, "rule": asdict(self.plan.rule), "slo": slo},
+            "levels": [asdict(v) for v in result.levels],
+            "findings": result.findings,
+            "plan": {"rates": plan.rates, "rule": asdict(plan.rule), "slo": plan.slo},
         }
-        store.write_json(path / "sweep.json", doc)
-        text = markdown(levels, findings, rates=rates, slo=slo)
-        try:
-            (path / "sweep.md").write_text(text, encoding="utf-8")
-            if levels:
-                from perfbench.report.charts import sweep_chart  # matplotlib loads only here
-
-                unit = "tasks/s" if rates else "concurrency"
-                label = knee_label(findings)
-                sweep_chart(levels, findings["knee"], path / "sweep", unit, knee_label=label)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot write the sweep's findings in {path}: {exc.strerror or exc}. The "
-                f"levels are kept: fix the cause, then `perfbench sweep --resume {path}`"
-            ) from exc
+        store.write_json(result.path / "sweep.json", doc)
 
     async def _auto(self, path: Path) -> None:
         level, good, bad = 1.0, None, None

@@ -4,7 +4,8 @@ after a sweep, so what it advises must be something the user can do."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from perfbench.report.format import ms
 from perfbench.stats import presets
@@ -18,6 +19,35 @@ KNEE_NAMES = {
     "latency": ("Latency knee", "P95 grew past its bound"),
     "throughput": ("Throughput knee", "throughput stopped growing"),
 }
+
+
+class SweptPlan(Protocol):
+    """What the rendering needs of a sweep's plan (``spec.SweepPlan``)."""
+
+    @property
+    def rates(self) -> bool: ...
+    @property
+    def slo(self) -> tuple[str, float] | None: ...
+
+
+class Swept(Protocol):
+    """A finished sweep as the engine returns it (``engine.results.SweepResult``): the report
+    layer sits below the engine, so it names the fields it reads, not the engine's class."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def levels(self) -> list[Level]: ...
+    @property
+    def findings(self) -> Mapping[str, Any]: ...
+    @property
+    def plan(self) -> SweptPlan: ...
+
+
+def render(result: Swept) -> str:
+    """sweep.md's text for a sweep's result: what the CLI prints and ``report.sweep`` writes."""
+    plan = result.plan
+    return markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
 
 
 def knee_label(findings: Mapping[str, Any]) -> str | None:

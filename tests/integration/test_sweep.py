@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from perfbench.engine.sweep import Sweep
+from perfbench.report import sweep as sweep_report
+from perfbench.report.sweep_md import render
 from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level, StopRule, kneedle, usl, verdict
 from perfbench.suite import Suite, load_suite
@@ -28,7 +30,9 @@ async def test_auto_sweep_finds_the_concurrency_limit(suite: Suite, tmp_path: Pa
     profile = fixed_profile(rate_limits={"concurrent": 16})
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=96), max_level=256)
     spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
-    sweep = Sweep(spec, suite=suite, factory=lambda n: MockAgent(profile))
+    sweep = Sweep(
+        spec, suite=suite, factory=lambda n: MockAgent(profile), publish=sweep_report.write
+    )
     result = await sweep.run()
     levels = [v.level for v in result.levels]
     # Doubling until 32 shows 429s, then bisection between 16 and 32 down to 17.
@@ -112,8 +116,8 @@ def test_littles_law_flags_a_client_that_could_not_keep_n_in_flight() -> None:
 async def test_rate_sweep_runs_open_loop_levels(suite: Suite, tmp_path: Path) -> None:
     plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=20), levels=(5, 10, 20), rates=True)
     spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
-    sweep = Sweep(spec, suite=suite, factory=lambda n: MockAgent(fixed_profile()))
-    result = await sweep.run()
+    factory, publish = (lambda n: MockAgent(fixed_profile())), sweep_report.write
+    result = await Sweep(spec, suite=suite, factory=factory, publish=publish).run()
     assert [v.level for v in result.levels] == [5, 10, 20]
     assert result.findings["client_bound_levels"] == []  # not judged for rates
     # 20 tasks at R tasks/s, each 0.390 s: the window is 19/R + 0.390 s.
@@ -134,7 +138,8 @@ async def test_the_shipped_rate_limit_knee_example_finds_a_rate_limit_knee(
 
     profile = load_profile("rate-limit-knee")
     spec = SweepSpec(plan=SweepPlan(base=Plan(runs=1)), out=str(tmp_path / "runs"))
-    sweep = Sweep(spec, suite=example_suite, factory=lambda n: MockAgent(profile))
+    factory, publish = (lambda n: MockAgent(profile)), sweep_report.write
+    sweep = Sweep(spec, suite=example_suite, factory=factory, publish=publish)
     result = await sweep.run()
     by_level = {v.level: v for v in result.levels}
     assert [by_level[n].throttle_rate for n in (1, 2, 4)] == [0, 0, 0]
@@ -147,3 +152,34 @@ async def test_the_shipped_rate_limit_knee_example_finds_a_rate_limit_knee(
     assert json.loads((result.path / "sweep.json").read_text())["findings"]["knee_kind"] == (
         "rate-limit"
     )
+
+
+@pytest.mark.anyio
+async def test_the_engine_stores_the_sweep_and_its_caller_renders_it(
+    suite: Suite, tmp_path: Path
+) -> None:
+    """Without a publisher the engine writes sweep.json and no report; a publisher that fails
+    leaves the sweep `running`, and --resume publishes it from the levels kept."""
+    from perfbench.errors import StoreError
+    from perfbench.store.sweeps import PLAN_FILE, read_plan
+
+    plan = SweepPlan(base=Plan(runs=1, warmup=0, repeat=4), levels=(1, 2))
+    spec = SweepSpec(plan=plan, out=str(tmp_path / "runs"))
+    factory = lambda n: MockAgent(fixed_profile())  # noqa: E731
+    quiet = await Sweep(spec, suite=suite, factory=factory).run()
+    assert (quiet.path / "sweep.json").is_file() and not (quiet.path / "sweep.md").exists()
+    assert json.loads((quiet.path / PLAN_FILE).read_text())["status"] == "completed"
+
+    def broken(result: object) -> None:
+        raise StoreError("disk full")
+
+    with pytest.raises(StoreError, match="disk full"):
+        await Sweep(spec, suite=suite, factory=factory, publish=broken).run()
+    (path,) = [p for p in (tmp_path / "runs").iterdir() if p != quiet.path]
+    assert json.loads((path / PLAN_FILE).read_text())["status"] == "running"
+    again = SweepSpec.from_doc(read_plan(path))
+    publish = sweep_report.write
+    result = await Sweep(again, suite=suite, factory=factory, path=path, publish=publish).run()
+    assert [v.level for v in result.levels] == [1, 2]
+    assert (path / "sweep.md").read_text() == render(result)
+    assert json.loads((path / PLAN_FILE).read_text())["status"] == "completed"

@@ -14,9 +14,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from perfbench import store
+from perfbench.cli.events import Progress
 from perfbench.engine.session import Session
 from perfbench.errors import PerfbenchError
-from perfbench.events import Progress
 from perfbench.spec import Plan, RunSpec
 from perfbench.suite import Suite
 from perfbench.targets.mock import MockAgent

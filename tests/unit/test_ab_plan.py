@@ -12,7 +12,7 @@ import pytest
 
 from perfbench import ab
 from perfbench.cli import ab as ab_cli
-from perfbench.cli import results
+from perfbench.cli import compare as compare_cli
 from perfbench.errors import AbError
 
 
@@ -79,7 +79,7 @@ def test_extra_run_flags_pass() -> None:
 
 def test_ab_takes_compare_s_gate_flags_as_they_are() -> None:
     """Read from compare's signature: a gate flag added to compare is one of ab's too."""
-    compare = inspect.signature(results.compare_, eval_str=True).parameters
+    compare = inspect.signature(compare_cli.compare_, eval_str=True).parameters
     gate = {f.name: f for f in ab_cli.GATE}
     assert set(gate) == set(compare) - {
         "baseline_ref", "candidate_ref", "root", "markdown_file", "force"

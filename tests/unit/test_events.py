@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from perfbench.events import LiveView, Progress, describe
+from perfbench.cli.events import LiveView, Progress, describe
 from perfbench.sample import Sample
 
 

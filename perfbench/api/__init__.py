@@ -1,11 +1,14 @@
-"""The library's entry points: run a spec, take up an interrupted run, sweep. The CLI is a face
-over these (flags → spec → here → exit code); a script or notebook calls them the same way::
+"""The library's entry points: run a spec, take up an interrupted run, sweep; then judge runs
+(``compare``), size them (``plan``) and report on them (``report``). The CLI is a face over
+these (flags → spec → here → exit code); a script or notebook calls them the same way::
 
     from perfbench import Plan, RunSpec, TargetSpec, api
 
     spec = RunSpec.build(["cases/"], TargetSpec("mock"), Plan(runs=3))
     result = api.run(spec)
     print(result.meta["status"], result.summary["across_runs"]["overall"]["latency.p95"])
+    verdict = api.compare("v1.3.0", "v1.4.0")  # labels, names, directories or patterns
+    print(verdict.outcome, verdict.failed)
 
 Each call runs its own event loop (asyncio with uvloop when installed, as the CLI does); from
 inside a running loop, ``await Session(spec, observer).run()`` instead. Bad input (a case file,
@@ -17,6 +20,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,17 +29,24 @@ import anyio
 import anyio.abc
 
 from perfbench import host, store
+from perfbench.api import needs, verdict
+from perfbench.api.needs import Needs
+from perfbench.api.verdict import Verdict
 from perfbench.engine.observer import RunObserver
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.engine.session import Session
 from perfbench.engine.sweep import Sweep
-from perfbench.errors import StoreError
+from perfbench.errors import GateError, StoreError
+from perfbench.report import sweep as sweep_report
 from perfbench.spec import RunSpec, SweepSpec
-from perfbench.stats import planning
+from perfbench.stats import planning, power
+from perfbench.stats.compare import Rules
+from perfbench.stats.thresholds import Threshold, parse_threshold
 from perfbench.store import sweeps
 
-__all__ = ["RunResult", "SweepResult", "check", "extend", "more_runs", "rerun", "resume",
-           "resume_sweep", "run", "sweep"]  # fmt: skip
+__all__ = ["Needs", "RunResult", "SweepResult", "Verdict", "check", "compare", "confirmed",
+           "extend", "more_runs", "plan", "report", "rerun", "resume", "resume_sweep", "run",
+           "sweep"]  # fmt: skip
 
 
 def check(spec: RunSpec) -> None:
@@ -126,20 +137,122 @@ def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
 
 
 def sweep(spec: SweepSpec, observer: RunObserver | None = None) -> SweepResult:
-    """Run ``spec``'s levels into a new sweep directory under ``spec.out``. A signal stops it
-    as it stops a run: the level running then ends interrupted, the sweep can be resumed."""
-    return _sweep(Sweep(spec, observer), observer)
+    """Run ``spec``'s levels into a new sweep directory under ``spec.out``, with sweep.json,
+    and sweep.md and the chart rendered from the result (``report.sweep.write``). A signal
+    stops it as it stops a run: the level running then ends interrupted, the sweep can be
+    resumed."""
+    return _sweep(Sweep(spec, observer, publish=sweep_report.write), observer)
 
 
 def resume_sweep(path: Path, observer: RunObserver | None = None) -> SweepResult:
     """Continue an unfinished sweep: finished levels are read back, not measured again."""
     spec = SweepSpec.from_doc(sweeps.read_plan(path))
-    return _sweep(Sweep(spec, observer, path=path), observer)
+    return _sweep(Sweep(spec, observer, path=path, publish=sweep_report.write), observer)
 
 
 def _sweep(sweeper: Sweep, observer: RunObserver | None = None) -> SweepResult:
     result: SweepResult = _drive(sweeper, observer, interruptible=True)
     return result
+
+
+def compare(
+    baseline: str | Path,
+    candidate: str | Path | None = None,
+    *,
+    rules: Rules | None = None,
+    thresholds: Sequence[str | Threshold] = (),
+    strict: bool = False,
+    force: bool = False,
+    confirm: bool = False,
+    root: Path = Path("runs"),
+) -> Verdict:
+    """`perfbench compare`'s verdict on stored runs: ``candidate`` against ``baseline`` (each a
+    run directory, name or label, or a pattern whose runs are pooled), by ``rules`` (default:
+    the gate's defaults, not perfbench.toml: that is the CLI's), the candidate checked against
+    absolute ``thresholds`` ('p95<2s'). Without a candidate, ``baseline`` is checked against
+    the thresholds alone. ``force`` compares runs of different suites; ``confirm`` measures a
+    regression's two runs again (``rerun``) and keeps it only if it is seen again::
+
+        verdict = api.compare("v1.3.0", "v1.4.0", thresholds=["error_rate<1%"], strict=True)
+        if verdict.failed:
+            print(verdict.markdown())  # what `perfbench compare` prints
+
+    Raises ``GateError`` for bad thresholds or sides, ``StoreError`` for unreadable runs."""
+    rules = rules if rules is not None else Rules()
+    limits = [parse_threshold(t) if isinstance(t, str) else t for t in thresholds]
+    if candidate is None and not limits:
+        raise GateError("give a baseline and a candidate, or one run and --threshold")
+    refs = str(baseline), None if candidate is None else str(candidate)
+    found = verdict.judge(*refs, rules, limits, strict=strict, force=force, root=root)
+    if confirm and found.outcome == "regression" and refs[1] is not None:
+        return confirmed(found, (refs[0], refs[1]), rules, root=root)
+    return found
+
+
+def confirmed(
+    found: Verdict,
+    refs: tuple[str, str],
+    rules: Rules,
+    observer: RunObserver | None = None,
+    *,
+    root: Path = Path("runs"),
+) -> Verdict:
+    """``compare --confirm``: measure both runs of ``found``'s regression again (baseline
+    first, ``rerun``: new directories labelled ``<label>-confirm``) and keep the regression
+    only if the same metric regresses again; else the verdict is inconclusive."""
+    dirs = verdict.run_dirs(refs, root)
+    again = [rerun(run_dir, observer) for run_dir in dirs]
+    return verdict.reconsider(found, again, rules)
+
+
+def plan(
+    runs: Sequence[str | Path],
+    detect: float = 0.1,
+    *,
+    rules: Rules | None = None,
+    chance: float = power.POWER,
+    root: Path = Path("runs"),
+) -> Needs:
+    """`perfbench plan`: the runs a side and the repeats per run `compare` needs to catch a
+    relative change of ``detect`` with the chance ``chance``, at the run-to-run noise of
+    ``runs`` (directories, names, labels or patterns; A/A runs of the same code are best)::
+
+        needs = api.plan(["aa1", "aa2"], detect=0.1)
+        best = needs.cheapest()  # best.plan.runs, best.plan.repeat
+        print(needs.markdown())"""
+    rules = rules if rules is not None else Rules()
+    return needs.needs([str(r) for r in runs], detect, chance, rules, root)
+
+
+def report(
+    runs: Sequence[str | Path],
+    *,
+    baseline: str | Path | None = None,
+    out: Path | None = None,
+    rules: Rules | None = None,
+    root: Path = Path("runs"),
+) -> Path:
+    """`perfbench report`: report.md with its charts, and report.html, for stored runs (a
+    sweep directory stands for its levels); with ``baseline``, each run's verdict against it
+    by ``rules`` first. ``out`` defaults to reports/<the last run's name>. Returns report.md's
+    path::
+
+        path = api.report(["v1.3.0", "v1.4.0"], baseline="v1.3.0")"""
+    from perfbench.report import release  # matplotlib loads only here
+
+    refs = [str(r) for r in runs]
+    base_ref = None if baseline is None else str(baseline)
+    with store.reading(*refs, base_ref):
+        loaded = [release.load(ref, root) for ref in sweeps.with_levels(refs)]
+        base = release.load(base_ref, root) if base_ref else None
+        if base is not None:
+            loaded = [r for r in loaded if r.path.resolve() != base.path.resolve()]
+        last = Path(refs[-1])  # a sweep's report is named after the sweep
+        name = last.name if sweeps.is_sweep(last) else loaded[-1].path.name if loaded else ""
+        folder = out or Path("reports") / name if loaded else out
+        if folder is None:
+            raise GateError("give at least one run besides the baseline")
+        return release.build(loaded, base, folder, rules)
 
 
 class _Stoppable(Protocol):
