@@ -161,6 +161,9 @@ class Session:
             meta = self._meta(run_dir, started)
         if run_dir is not None:
             self._open(run_dir, meta)
+        note = self.resume.note(self.plan)
+        if note is not None:
+            self.observer.resuming(note)
         self.observer.controls(self.stop)
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
