@@ -270,10 +270,13 @@ class Runner:
         if self._timed is None:
             self._timed = (now, index)
             first = self.resume.timed_from  # resumed: when the run's first pass began
-            if first is not None and self.t0 + first + (index + 1) * seconds > now:
-                # The pass ends when it would have, unstopped. Not when that is past: passes
-                # `run --runs auto` adds, whose shares of the duration are counted anew.
-                self._timed = (self.t0 + first, 0)
+            if first is not None:
+                # Unstopped, this pass began where the samples kept end (clock_offset): it is
+                # as long again, whatever this process took to get here. Not when that leaves
+                # it no time: passes `run --runs auto` adds, their shares counted anew.
+                began = now - (self.resume.clock_offset - first)
+                if began + (index + 1) * seconds > now:
+                    self._timed = (began, 0)
         began, first = self._timed
         return began + (index - first + 1) * seconds
 
