@@ -12,14 +12,22 @@ import threading
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 from aiohttp import web
+from trio.testing import MockClock
 
+from perfbench.engine.session import Session
 from perfbench.mock.profile import Profile
 from perfbench.mock.server import command
+from perfbench.spec import Plan, RunSpec
+from perfbench.stats.cost import load_pricer
+from perfbench.suite import load_suite
+from perfbench.targets.mock import MockAgent
 
 CASES = Path(__file__).resolve().parent.parent / "cases"
 
@@ -50,6 +58,31 @@ def cli(
     return subprocess.run(
         perfbench(*args), capture_output=True, text=True, timeout=timeout, env=env
     )
+
+
+@contextmanager
+def run_under_way(
+    *args: str, marker: str = "run 2:", timeout: float = 120
+) -> Iterator[subprocess.Popen[str]]:
+    """`perfbench *args` in a child process (unbuffered), yielded once a line of its stderr
+    holds ``marker`` (by default: the second measured pass has started, so the run has
+    samples to keep); killed at the end, and after ``timeout`` s whatever happens, so a child
+    that never prints it cannot hang the test. The test reads its output (communicate)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        perfbench(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if marker in line:
+                break
+        yield proc
+    finally:
+        watchdog.cancel()
+        proc.kill()
 
 
 def write_suite(path: Path, text: str) -> Path:
@@ -202,3 +235,24 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"
+
+
+def failing_priced_run(out: Path, plan: Plan) -> Path:
+    """A real run of the example cases into ``out`` (in-process mock priced as gpt-4o, one
+    model call in five answered 500, trio's virtual clock): samples with failures, costs and
+    several steps per task, in no wall time."""
+    profile = fixed_profile(
+        models={"sim": {"prices_as": "openai/gpt-4o", "tokens_per_char": {"default": 0.25}}},
+        faults={"error_500": 0.2},
+    )
+    session = Session(
+        RunSpec(plan=plan, out=str(out)),
+        suite=load_suite([CASES]),
+        target=MockAgent(profile),
+        pricer=load_pricer(None, datetime(2026, 11, 30, 12, tzinfo=UTC)),
+    )
+    result = anyio.run(
+        session.run, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
+    )
+    assert result.run_dir is not None and result.meta["status"] == "completed"
+    return result.run_dir

@@ -41,7 +41,8 @@ ResumeOpt = Annotated[
     Path | None,
     typer.Option(
         rich_help_panel="Passes",
-        help="Continue an interrupted run directory: finished tasks are kept.",
+        help="Continue an interrupted run directory: finished tasks are kept (a --rate, "
+        "--duration or --stages pass cut short runs again whole).",
     ),
 ]
 StrictOpt = Annotated[
@@ -315,6 +316,9 @@ class Watch(Progress):
     def started(self, meta: dict[str, Any]) -> None:
         self.began = True
         super().started(meta)
+
+    def resuming(self, note: str) -> None:
+        err.print(note, highlight=False, markup=False, soft_wrap=True)  # one line to read
 
     def stopping(self) -> None:
         err.print(

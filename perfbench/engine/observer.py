@@ -32,6 +32,9 @@ class RunObserver:
     def run_started(self, meta: Mapping[str, Any], planned: int, engine: Engine) -> None:
         """The run directory exists (``meta`` has its id); ``planned`` tasks are to run."""
 
+    def resuming(self, note: str) -> None:
+        """A resumed run measures a pass again whole (``Resume.note``): one line saying so."""
+
     def controls(self, stop: Callable[[str | None], None]) -> None:
         """The run's ``stop(reason)``, handed over before it starts: an observer may end the
         run (``--abort-on``) as the first Ctrl-C does; ``reason`` goes to ``stopped_by``."""

@@ -264,10 +264,19 @@ class Runner:
     def _timed_end(self, index: int, seconds: float, base: float | None) -> float:
         """When a timed pass stops starting tasks: the k-th measured pass of this session at
         k × its share after the first one began, so that the time between passes (their
-        statistics) comes out of the next pass, and the runs together last the duration."""
+        statistics) comes out of the next pass, and the runs together last the duration;
+        resumed, the run's first pass counts, so a pass run again is as long as it was."""
         now = self.clock() if base is None else base
         if self._timed is None:
             self._timed = (now, index)
+            first = self.resume.timed_from  # resumed: when the run's first pass began
+            if first is not None:
+                # Unstopped, this pass began where the samples kept end (clock_offset): it is
+                # as long again, whatever this process took to get here. Not when that leaves
+                # it no time: passes `run --runs auto` adds, their shares counted anew.
+                began = now - (self.resume.clock_offset - first)
+                if began + (index + 1) * seconds > now:
+                    self._timed = (began, 0)
         began, first = self._timed
         return began + (index - first + 1) * seconds
 

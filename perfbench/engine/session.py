@@ -161,6 +161,9 @@ class Session:
             meta = self._meta(run_dir, started)
         if run_dir is not None:
             self._open(run_dir, meta)
+        note = self.resume.note(self.plan)
+        if note is not None:
+            self.observer.resuming(note)
         self.observer.controls(self.stop)
         self.observer.run_started(meta, self.planned_tasks(), self.engine)
         status = "failed"
@@ -290,16 +293,30 @@ class Session:
         return path
 
     def _open(self, run_dir: Path, meta: Meta) -> None:
-        """meta.json as the run starts, and samples.jsonl opened for appending."""
+        """The run's reserve of disk space, meta.json as the run starts, and samples.jsonl
+        opened for appending. The reserve comes first: on a nearly full disk the first
+        meta.json fits and the last, which says how the run ended, would not."""
+        reserve = store.Reserve(run_dir)
         try:
+            reserve.make(meta)
             store.write_json(run_dir / store.META, meta)
         except StoreError as exc:
-            again = "resume again" if self._resume_meta else "start the run again"
-            raise StoreError(
-                f"{exc}. Nothing was measured yet: fix the cause, then {again}"
-            ) from exc
-        store.Reserve(run_dir).make()
+            reserve.free()
+            if self._resume_meta is not None:  # its meta.json, untouched, still says how it ended
+                raise StoreError(
+                    f"{exc}. Nothing was measured: fix the cause, then resume again"
+                ) from exc
+            self._discard(run_dir)
+            raise StoreError(f"{exc}. Nothing was measured: fix the cause, then run again") from exc
         self.recorder.writer = store.SampleWriter(run_dir / store.SAMPLES)
+
+    def _discard(self, run_dir: Path) -> None:
+        """Remove a run directory that never held a meta.json (the run could not start), so
+        that no folder without a run is left for `list` and `show` to stumble on."""
+        if self._lock is not None:
+            self._lock.release()
+        with suppress(OSError):
+            run_dir.rmdir()  # empty once the lock is gone; anything else in it stays
 
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
         return {
@@ -371,8 +388,9 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
         if raising:
             return
         raise StoreError(
-            f"{exc}. What was measured is kept in samples.jsonl: fix the cause, then "
-            f"`perfbench run --resume {run_dir}`"
+            f"{exc}. meta.json still says the run is running (`perfbench show` calls it "
+            f"killed once this process ends); what was measured is kept in samples.jsonl: "
+            f"fix the cause, then `perfbench run --resume {run_dir}`"
         ) from exc.__cause__
     finally:
         reserve.free()

@@ -20,8 +20,7 @@ WAIT_WARN_S = 0.005  # a model call's wait for its request to go out, at P95
 def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     notes: list[str] = []
     runs = summary["runs"]
-    if meta.get("status") == "interrupted":
-        notes.append("The run was interrupted: statistics cover only the tasks that finished.")
+    notes.extend(_unfinished(meta))
     if not runs:
         return [*notes, "No measured task finished; there is nothing to summarise."]
     # Most important first (the short screen shows only the first few): what makes this
@@ -42,6 +41,25 @@ def advise(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
         )
     notes.extend(_tail_resolution(summary))
     return notes
+
+
+def _unfinished(meta: Mapping[str, Any]) -> Iterable[str]:
+    """How a run that did not complete ended, and that it can be continued: a run whose
+    meta.json could not be rewritten (a full disk) is read as ``killed``, never ``running``."""
+    status = meta.get("status")
+    covers = "statistics cover only the tasks that finished"
+    resume = "`perfbench run --resume RUN_DIR` measures the rest"
+    if status == "interrupted":
+        yield f"The run was interrupted: {covers}."
+    elif status == "failed":
+        why = str(meta.get("error") or "no reason recorded").rstrip(".")
+        hint = "" if "--resume" in why else f" Fix the cause; {resume}."  # the error's own
+        yield f"The run failed, so {covers}: {why}.{hint}"
+    elif status == "killed":
+        yield (
+            "The run's process ended without saying how (killed, or the disk was too full "
+            f"to rewrite meta.json): {covers}; {resume}."
+        )
 
 
 def _output_length(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterable[str]:

@@ -54,17 +54,31 @@ _TEMP = re.compile(r"\.[\w.-]+\.jsonl?\.\w+")
 class Reserve:
     """Disk space a run keeps back so that, on a disk that filled up during the run, meta.json
     can still say how the run ended (``failed``, with the error) instead of staying
-    ``running``: a file of ``SIZE`` bytes made as the run starts, freed when meta.json's
-    last write finds no room, and removed when the run ends."""
+    ``running``: a file made before meta.json is first written, freed when meta.json's last
+    write finds no room, and removed when the run ends. A run that cannot keep it back does
+    not start: on a nearly full disk its first meta.json would fit and its last would not."""
 
     SIZE = 256 * 2**10  # meta.json is a few KiB; its temp copy as much again
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / RESERVE
 
-    def make(self) -> None:
-        with contextlib.suppress(OSError):  # no room even now: the run fails soon anyway
-            self.path.write_bytes(b"\0" * self.SIZE)
+    def make(self, meta: Any) -> None:
+        """Keep back room for ``meta`` rewritten (twice its size, ``SIZE`` at least: a suite
+        of thousands of cases lists them all), or raise a ``StoreError`` saying why the run
+        cannot start."""
+        size = max(self.SIZE, 2 * len(encode_json(meta, self.path.parent / META)))
+        try:
+            # Random bytes, not zeros: a compressing file system (ZFS, btrfs) stores a
+            # block of zeros as a hole, which keeps nothing back.
+            self.path.write_bytes(os.urandom(size))
+        except OSError as exc:
+            self.free()  # a partial file: give back what it took
+            raise StoreError(
+                f"cannot write {self.path}: {exc.strerror or exc}. A run keeps {size // 1024} "
+                f"KiB back in its folder so that meta.json can always say how the run ended: "
+                f"free some space, or choose another --out"
+            ) from exc
 
     def free(self) -> bool:
         """Give the space back; whether there was any to give."""
@@ -95,11 +109,16 @@ def write_json(path: Path, doc: Any) -> None:
     """Write JSON atomically: a temp file in the same folder, fsynced, then renamed over.
     orjson: the stdlib's encoder is pure Python once indenting, and a 1,000-case summary.json
     (21 MB) took it ~5 s and ~110 MB of chunks; orjson writes the bytes at once."""
+    data = encode_json(doc, path)
+    _replace(path, lambda fh: fh.write(data))
+
+
+def encode_json(doc: Any, path: Path) -> bytes:
+    """``doc`` as ``write_json`` writes it to ``path`` (named in the error)."""
     try:
-        data = orjson.dumps(doc, default=_plain_number, option=_JSON_OPTIONS)
+        return orjson.dumps(doc, default=_plain_number, option=_JSON_OPTIONS)
     except orjson.JSONEncodeError as exc:  # a perfbench bug (a value JSON cannot hold)
         raise StoreError(f"cannot write {path}: {exc}") from exc
-    _replace(path, lambda fh: fh.write(data))
 
 
 def _replace(path: Path, write: Callable[[IO[bytes]], object]) -> None:

@@ -9,9 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers import CASES
+from tests.helpers import CASES, run_under_way
 
 SLOW = """
 name: slow
@@ -23,36 +25,22 @@ tool_latency_scale: 0.1
 """
 
 
-def test_sigint_marks_the_run_interrupted_and_keeps_samples(tmp_path: Path) -> None:
+@contextmanager
+def slow_run_under_way(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A 50-pass run of every example case against SLOW, once its second pass has started;
+    and the folder its run directory is in."""
     profile = tmp_path / "slow.yaml"
     profile.write_text(SLOW)
     out = tmp_path / "runs"
-    cmd = [
-        sys.executable,
-        "-m",
-        "perfbench",
-        "run",
-        str(CASES),
-        "-t",
-        f"mock:{profile}",
-        "--runs",
-        "50",
-        "--warmup",
-        "0",
-        "--out",
-        str(out),
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # wait until the measured phase is under way
-            if line.startswith("run 2:"):
-                break
+    args = ["run", str(CASES), "-t", f"mock:{profile}", "--runs", "50", "--warmup", "0"]
+    with run_under_way(*args, "--out", str(out)) as proc:
+        yield proc, out
+
+
+def test_sigint_marks_the_run_interrupted_and_keeps_samples(tmp_path: Path) -> None:
+    with slow_run_under_way(tmp_path) as (proc, out):
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=10)
-    finally:
-        proc.kill()
     assert proc.returncode == 130, stderr
     [run_dir] = list(out.iterdir())
     meta = json.loads((run_dir / "meta.json").read_text())

@@ -5,7 +5,6 @@ finalised. Bounded: every process is killed if it ignores the signals."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import anyio
 from perfbench.api import TOGETHER_S, Interrupts
 from perfbench.engine.session import Session
 from perfbench.spec import Plan, RunSpec, TargetSpec
-from tests.e2e.test_interrupt import SLOW
+from tests.e2e.test_interrupt import SLOW, slow_run_under_way
 from tests.helpers import CASES
 
 
@@ -33,24 +32,11 @@ def test_signals_together_are_one_and_a_later_one_hurries() -> None:
 def test_two_sigints_30_ms_apart_stop_the_run_as_one(tmp_path: Path) -> None:
     """Before: the second SIGINT raised KeyboardInterrupt in the middle of the stop, so no
     tables were printed and meta.json was left `running` or `failed: CancelledError`."""
-    profile = tmp_path / "slow.yaml"
-    profile.write_text(SLOW)
-    out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "perfbench", "run", str(CASES), "-t", f"mock:{profile}"]
-    cmd += ["--runs", "50", "--warmup", "0", "--out", str(out)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # the measured phase is under way
-            if line.startswith("run 2:"):
-                break
+    with slow_run_under_way(tmp_path) as (proc, out):
         proc.send_signal(signal.SIGINT)
         time.sleep(0.03)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=20)
-    finally:
-        proc.kill()
     assert proc.returncode == 130, stderr
     [run_dir] = list(out.iterdir())
     meta = json.loads((run_dir / "meta.json").read_text())

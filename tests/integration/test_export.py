@@ -9,26 +9,19 @@ import os
 import shutil
 import stat
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
 import numpy as np
 import pandas as pd
 import pytest
-from trio.testing import MockClock
 
 from perfbench import export as export_module
 from perfbench import store
-from perfbench.engine.session import Session
 from perfbench.errors import StoreError
 from perfbench.export import Run, default_path, export, load_run
-from perfbench.spec import Plan, RunSpec
-from perfbench.stats.cost import load_pricer
-from perfbench.suite import load_suite
-from perfbench.targets.mock import MockAgent
-from tests.helpers import CASES, fixed_profile
+from perfbench.spec import Plan
+from tests.helpers import failing_priced_run
 
 RUNS, WARMUP, REPEAT = 3, 1, 2
 KEYS = ["phase", "run", "case", "iteration"]
@@ -38,22 +31,8 @@ KEYS = ["phase", "run", "case", "iteration"]
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real run (16 cases × 2 repeats × 4 passes) with injected server errors, so the
     frame has failures, priced costs and several steps per task."""
-    profile = fixed_profile(
-        models={"sim": {"prices_as": "openai/gpt-4o", "tokens_per_char": {"default": 0.25}}},
-        faults={"error_500": 0.2},
-    )
     plan = Plan(runs=RUNS, warmup=WARMUP, repeat=REPEAT, concurrency=4)
-    session = Session(
-        RunSpec(plan=plan, out=str(tmp_path_factory.mktemp("runs"))),
-        suite=load_suite([CASES]),
-        target=MockAgent(profile),
-        pricer=load_pricer(None, datetime(2026, 11, 30, 12, tzinfo=UTC)),
-    )
-    result = anyio.run(
-        session.run, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
-    )
-    assert result.run_dir is not None and result.meta["status"] == "completed"
-    return result.run_dir
+    return failing_priced_run(tmp_path_factory.mktemp("runs"), plan)
 
 
 @pytest.fixture

@@ -7,53 +7,31 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from trio.testing import MockClock
 
 from perfbench import otel, store
-from perfbench.engine.session import Session
 from perfbench.errors import PerfbenchError
 from perfbench.sample import Sample
-from perfbench.spec import Plan, RunSpec
-from perfbench.stats.cost import load_pricer
-from perfbench.suite import load_suite
-from perfbench.targets.mock import MockAgent
-from tests.helpers import CASES, cli, fixed_profile
+from perfbench.spec import Plan
+from tests.helpers import CASES, cli, failing_priced_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    profile = fixed_profile(
-        models={"sim": {"prices_as": "openai/gpt-4o", "tokens_per_char": {"default": 0.25}}},
-        faults={"error_500": 0.2},
+    return failing_priced_run(
+        tmp_path_factory.mktemp("runs"), Plan(runs=2, warmup=1, repeat=1, concurrency=4)
     )
-    session = Session(
-        RunSpec(
-            plan=Plan(runs=2, warmup=1, repeat=1, concurrency=4),
-            out=str(tmp_path_factory.mktemp("runs")),
-        ),
-        suite=load_suite([CASES]),
-        target=MockAgent(profile),
-        pricer=load_pricer(None, datetime(2026, 11, 30, 12, tzinfo=UTC)),
-    )
-    result = anyio.run(
-        session.run, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
-    )
-    assert result.run_dir is not None and result.meta["status"] == "completed"
-    return result.run_dir
 
 
 class _Receiver(BaseHTTPRequestHandler):
