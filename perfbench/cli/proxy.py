@@ -26,7 +26,7 @@ from perfbench.stats.calls import CallFigures, call_doc
 from perfbench.suite import Case
 
 if TYPE_CHECKING:
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
     from perfbench.proxy.upstream import Upstream
     from perfbench.sample import Step
     from perfbench.targets.registry import TargetSpec
@@ -149,7 +149,7 @@ def _recording(
 ) -> Writer | None:
     if path is None:
         return None
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
 
     name = where.name if where.name != "the embedded mock" else spec.upstream
     writer = Writer(path, {"suite": None, "suite_digest": None, "upstream": name}, where.secrets)

@@ -20,15 +20,15 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from perfbench.apis.chat import ChatApi, ModelReply
+from perfbench.apis.recording import KEPT_HEADERS, Call, Writer, texts
+from perfbench.apis.retry import server_wait, window_spent
+from perfbench.apis.usage import estimate_tokens, record_details
 from perfbench.http import CallFailed, HttpClient, Response
 from perfbench.http.limits import ERROR_READ, MAX_BODY
-from perfbench.proxy.recording import KEPT_HEADERS, Call, Writer, texts
 from perfbench.proxy.routes import Route
 from perfbench.proxy.upstream import Endpoint
 from perfbench.sample import status_of
-from perfbench.targets.agent_loop import estimate_tokens, record_details
-from perfbench.targets.chat import ChatApi, ModelReply
-from perfbench.targets.retry import server_wait, window_spent
 from perfbench.task import ModelCall
 
 # Not forwarded either way: hop-by-hop headers, what the proxy recomputes (length, encoding:
@@ -68,19 +68,19 @@ def api_for(path: str, model: str) -> ChatApi | None:
     request that is not a model call (count_tokens, embeddings): forwarded, not timed."""
     path = path.strip("/")
     if path == "chat/completions":
-        from perfbench.targets.openai_chat import OpenAIChat
+        from perfbench.apis.openai_chat import OpenAIChat
 
         return OpenAIChat(model)
     if path == "responses":
-        from perfbench.targets.openai_responses import OpenAIResponses
+        from perfbench.apis.openai_responses import OpenAIResponses
 
         return OpenAIResponses(model)
     if path == "completions":
-        from perfbench.targets.openai_completions import OpenAICompletions
+        from perfbench.apis.openai_completions import OpenAICompletions
 
         return OpenAICompletions(model)
     if path == "messages":
-        from perfbench.targets.anthropic_messages import AnthropicMessages
+        from perfbench.apis.anthropic_messages import AnthropicMessages
 
         return AnthropicMessages(model)
     return None

@@ -33,7 +33,7 @@ from perfbench.targets import Target
 from perfbench.task import Task
 
 if TYPE_CHECKING:
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
     from perfbench.proxy.routes import Route
     from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
@@ -137,7 +137,7 @@ class ProxyHost:
         """The recording the run asked for (``--record``), its header naming the suite."""
         if self.spec.record is None:
             return None
-        from perfbench.proxy.recording import Writer
+        from perfbench.apis.recording import Writer
 
         suite = self.suite
         header = {

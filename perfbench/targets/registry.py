@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from perfbench.apis.chat import ChatApi
+from perfbench.apis.retry import MAX_WAIT_S, RetryPolicy
 from perfbench.errors import TargetError
 from perfbench.targets import Target
-from perfbench.targets.chat import ChatApi
-from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
 
 if TYPE_CHECKING:
     from perfbench.proxy.upstream import Upstream
@@ -87,7 +87,7 @@ class TargetSpec:
     # target or mock+http[:profile]); base_url, api_key_env and headers apply to it.
     upstream: str = "mock+http"
     # A cmd: target's calls, answers and timing kept in this file (JSONL) as they pass the
-    # proxy, for a mock profile's replay: (perfbench.proxy.recording).
+    # proxy, for a mock profile's replay: (perfbench.apis.recording).
     record: str | None = None
     # An http+agent or python: target's model calls through the proxy too, each task handed
     # its own route (targets/proxied.py); then base_url, api_key_env and headers are the
@@ -362,18 +362,18 @@ def _api(name: str, model: str, extras: bool = False) -> ChatApi:
     """The wire format for an API name (checked: one of API_FAMILY); ``extras``: the server
     takes serving engines' request fields (min_tokens, ignore_eos)."""
     if name == "messages":
-        from perfbench.targets.anthropic_messages import AnthropicMessages
+        from perfbench.apis.anthropic_messages import AnthropicMessages
 
         return AnthropicMessages(model)
     if name == "responses":
-        from perfbench.targets.openai_responses import OpenAIResponses
+        from perfbench.apis.openai_responses import OpenAIResponses
 
         return OpenAIResponses(model, extras=extras)
     if name == "completions":
-        from perfbench.targets.openai_completions import OpenAICompletions
+        from perfbench.apis.openai_completions import OpenAICompletions
 
         return OpenAICompletions(model, extras=extras)
-    from perfbench.targets.openai_chat import OpenAIChat
+    from perfbench.apis.openai_chat import OpenAIChat
 
     return OpenAIChat(model, extras=extras)
 

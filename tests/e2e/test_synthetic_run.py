@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.suite import Case
-from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.targets.registry import TargetSpec, resolve
 from tests.helpers import cli
 
