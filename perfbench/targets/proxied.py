@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from perfbench.proxy.routes import Route
     from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
-    from perfbench.targets.registry import Sizing, TargetSpec
+    from perfbench.targets.target_spec import Sizing, TargetSpec
 
 
 CALLS_GRACE_S = 0.2  # how long a task's sample waits for its calls in flight (Via.calls_done)

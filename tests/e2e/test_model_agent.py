@@ -171,7 +171,8 @@ def test_anthropic_base_url_is_taken_as_the_sdk_takes_it(
 ) -> None:
     """The Anthropic SDK's base_url is the host (it adds /v1/messages); OpenAI's carries /v1.
     `--base-url` follows each provider's convention, and a /v1 given to Anthropic still works."""
-    from perfbench.targets.registry import TargetSpec, resolve
+    from perfbench.targets.registry import resolve
+    from perfbench.targets.target_spec import TargetSpec
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     profile = tmp_path / "fixed.yaml"

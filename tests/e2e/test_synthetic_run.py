@@ -11,7 +11,8 @@ import pytest
 
 from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.suite import Case
-from perfbench.targets.registry import TargetSpec, resolve
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import TargetSpec
 from tests.helpers import cli
 
 SPEC = "input=64,output=24,n=6,seed=3"
