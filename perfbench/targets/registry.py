@@ -1,4 +1,6 @@
-"""Target strings → targets. Adding a hosted provider is one ``Provider`` entry.
+"""Target strings → targets: the one place a target is built, from a ``TargetSpec`` and a
+``Sizing`` (target_spec.py). A hosted provider is one ``PROVIDERS`` entry there; a model API,
+one row of ``apis.families.FAMILIES``.
 
 mock | mock:<profile>[@model]        in-process mock agent (tests, overhead)
 mock+http | mock+http:<profile>[@model]  mock server in a child process, over real HTTP

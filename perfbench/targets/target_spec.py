@@ -37,9 +37,9 @@ PROVIDERS: dict[str, Provider] = {
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """What to measure: a target string (the forms above) and how to talk to it. Every field
-    is a flag of ``perfbench run`` and ``sweep`` (cli/options.py ``TARGET``), recorded in the
-    run's spec; no key is one (``api_key_env`` names the variable)."""
+    """What to measure: a target string (the forms in registry.py) and how to talk to it.
+    Every field is a flag of ``perfbench run`` and ``sweep`` (cli/options.py ``TARGET``),
+    recorded in the run's spec; no key is one (``api_key_env`` names the variable)."""
 
     target: str = "mock+http"
     base_url: str | None = None
