@@ -53,3 +53,11 @@ def test_a_new_row_is_an_api_the_registry_builds(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     target = resolve(TargetSpec("openai/m", api="echo"))
     assert isinstance(target, ModelAgent) and type(target.api) is Echo
+
+
+def test_the_mock_serves_every_family() -> None:
+    """The mock server keeps its own route table (its handlers are the server side of each
+    API); every family a target or the proxy can speak has a route there."""
+    from perfbench.mock.service import APIS
+
+    assert {f"/v1/{family.path}" for family in FAMILIES.values()} <= set(APIS)
