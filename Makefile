@@ -73,10 +73,11 @@ example: $(STAMP) ## re-render reports/example/ from its runs (FRESH=1: run them
 	done; \
 	$(VENV)/bin/perfbench report v1 v2 --baseline v1 --root $$tmp/runs --out $(EXAMPLE)
 
-lint: $(STAMP) ## ruff and mypy --strict
+lint: $(STAMP) ## ruff, mypy --strict and the layer contracts (import-linter, pyproject.toml)
 	$(VENV)/bin/ruff check perfbench tests
 	$(VENV)/bin/ruff format --check perfbench tests
 	$(VENV)/bin/mypy --strict perfbench
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The rest of the suite runs in two processes (pytest-xdist, a file to a process: most of it
 # waits on child processes, servers and sockets); the timing tests, and the end-to-end files

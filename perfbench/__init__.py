@@ -5,15 +5,16 @@ The package reads as the data flow::
     suite (cases in) ─▶ spec (what a run is) ─▶ api ─▶ engine (session, runner, fleet, sweep)
                                                           │ a Task per case execution
                                                           ▼
-                                            targets (+ http beneath them) ─▶ Sample
+                                targets (+ apis, the wire formats, and http beneath) ─▶ Sample
                                                           ▼
                                   store (recorder, run directories) ─▶ stats (pure numbers)
                                                           ▼
                                        report (tables, Markdown, charts) ◀─ cli (the face)
 
 Layers only look down: stats never imports the engine, targets or CLI; report reads stored
-runs, never the engine; targets never import the engine; the mock never imports targets
-(``tests/test_architecture.py`` holds the package to that). docs/architecture.md has the map.
+runs, never the engine; targets never import the engine; the mock never imports targets (the
+import-linter contracts in pyproject.toml hold the package to that, in ``make lint``).
+docs/architecture.md has the map.
 
 The public names below are imported on first use, so ``import perfbench`` stays cheap for the
 CLI and worker processes.

@@ -1,6 +1,6 @@
 """What a run is, in one serialisable description: ``RunSpec`` (and ``SweepSpec`` for a sweep,
-``TargetSpec`` for what is measured (the registry's own input, re-exported here), ``Plan`` for
-passes and load).
+``TargetSpec`` for what is measured (``targets/target_spec.py``'s record, re-exported
+here), ``Plan`` for passes and load).
 
 The CLI builds a spec from its flags (or a library caller builds one); it round-trips through
 the run directory (meta.json ``spec``; sweep-plan.json for a sweep), and everything that
@@ -26,7 +26,7 @@ from perfbench.sample import Phase
 from perfbench.stats import goodput
 from perfbench.stats.goodput import Slo
 from perfbench.stats.knee import StopRule
-from perfbench.targets.registry import TargetSpec
+from perfbench.targets.target_spec import Sizing, TargetSpec
 
 if TYPE_CHECKING:
     from perfbench.stats.cost import Pricer
@@ -234,7 +234,11 @@ class RunSpec:
         return load_pricer(Path(self.prices) if self.prices else None, default=False)
 
     def build_target(self, server_url: str | None = None) -> Target:
-        return self.target.build(self.plan.connections(), self.plan.seed, server_url)
+        """The target, with clients for the plan's connections; ``server_url``: a mock server
+        already running. Only here and in worker processes: reading a spec builds nothing."""
+        from perfbench.targets.registry import resolve
+
+        return resolve(self.target, Sizing(self.plan.connections(), self.plan.seed, server_url))
 
     def to_doc(self) -> dict[str, Any]:
         """The spec as JSON (meta.json ``spec``)."""

@@ -1,172 +1,73 @@
-"""The package's structure, held to docs/architecture.md: no import cycle, and none of the
-arrows the design forbids. Imports are read from the source: for arrows, top level, inside
-functions and under TYPE_CHECKING alike, so a lazy import cannot hide one; for cycles, the
-imports that run (a TYPE_CHECKING import is an annotation, not a dependency at import time)."""
+"""The package's structure, held to docs/architecture.md. The layer order, the arrows the design
+forbids and the ban on import circles are import-linter contracts in pyproject.toml
+(``[tool.importlinter]``, run by ``make lint``); here they run once more, and once on a copy of
+the package with an upward import, a forbidden arrow and a circle put in, to show they can fail.
+Import-linter reads every import: top level, inside functions and under TYPE_CHECKING."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "perfbench"
-
-# part -> what it may never import (module prefixes under perfbench.)
-NEVER: dict[str, tuple[str, ...]] = {
-    "stats": ("engine", "targets", "http", "cli", "api", "spec", "calibrate", "report",
-              "events", "mock", "store", "export"),
-    "report": ("engine", "targets", "http", "cli", "api", "calibrate", "events", "mock"),
-    "targets": ("engine", "cli", "api", "calibrate", "store", "report", "events"),
-    "http": ("targets", "engine", "cli", "api", "mock", "store", "stats", "report"),
-    "mock": ("targets", "engine", "cli", "api", "store", "report", "http.failures",
-             "http.h1_backend", "http.httpx_backend", "http.redact"),
-    "suite": ("engine", "targets", "http", "store", "stats", "report", "cli"),
-    "load": ("engine", "targets", "http", "store", "report", "cli"),
-    "store": ("engine", "targets", "http", "report", "cli", "api", "calibrate"),
-    "engine": ("cli", "api", "calibrate", "report.console", "report.release"),
-    "spec": ("engine", "cli", "api", "calibrate"),
-    "sample": ("engine", "targets", "http", "store", "stats", "report", "cli", "suite"),
-    "task": ("engine", "targets", "http", "store", "stats", "report", "cli"),
-    "proxy": ("engine", "cli", "api", "store", "report", "events", "mock",
-              "targets.command", "targets.registry"),
-}  # fmt: skip
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "perfbench"
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+# A contract's line in lint-imports' report: "<name> KEPT" or "<name> BROKEN (2 ignored imports)"
+_VERDICT = re.compile(r"^(.+) (KEPT|BROKEN)(?: \(\d+ ignored imports?\))?$", re.M)
 
 
-def _module(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts).removesuffix(".__init__")
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the package under ``root``, with the contracts of its pyproject.toml."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
 
 
-def _imports(path: Path, *, typing_only: bool = True) -> Iterator[tuple[int, str]]:
-    """(line, imported name) for every import; ``from a import b`` gives ``a.b`` (a module,
-    or a name in module ``a``)."""
-    here = _module(path)
-    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = set() if typing_only else _under_type_checking(tree)
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: resolve against this package
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                yield node.lineno, f"{base}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
+def test_the_package_keeps_its_import_contracts() -> None:
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = {m[1]: m[2] for m in _VERDICT.finditer(done.stdout)}
+    assert len(verdicts) == 5 and set(verdicts.values()) == {"KEPT"}, done.stdout
 
 
-def _under_type_checking(tree: ast.Module) -> set[int]:
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        test = node.test if isinstance(node, ast.If) else None
-        if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
-            found.update(id(child) for stmt in node.body for child in ast.walk(stmt))
-    return found
+def test_the_contracts_fail_on_an_upward_import_a_forbidden_arrow_and_a_circle(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(PACKAGE, tmp_path / "perfbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    _append(tmp_path, "http/urls.py", "from perfbench.stats import tokens")  # up
+    _append(tmp_path, "engine/limiter.py", "from perfbench.report import console")  # renders
+    # A circle for type hints only: the spec's record naming the registry that builds from it.
+    _append(
+        tmp_path,
+        "targets/target_spec.py",
+        "if TYPE_CHECKING:\n    from perfbench.targets import registry",
+    )
+    done = _lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = {m[1] for m in _VERDICT.finditer(done.stdout) if m[2] == "BROKEN"}
+    assert broken == {
+        "perfbench reads as the data flow: each layer imports only the layers below it",
+        "The engine computes, the report renders",
+        "No modules import each other, not even for type hints",
+    }, done.stdout
+    assert "perfbench.http.urls -> perfbench.stats.tokens" in done.stdout
 
 
-MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
-
-
-def _resolve(name: str) -> str | None:
-    """The package module an imported name belongs to (``perfbench.store.read_json`` →
-    ``perfbench.store``), or None outside the package."""
-    while name.startswith("perfbench"):
-        if name in MODULES:
-            return name
-        name = name.rpartition(".")[0]
-    return None
-
-
-def _edges() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for module, path in MODULES.items():
-        for _, name in _imports(path, typing_only=False):
-            target = _resolve(name)
-            if target is not None and target != module:
-                graph[module].add(target)
-    return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def _part(module: str) -> str | None:
-    name = module.removeprefix("perfbench.")
-    return next((p for p in NEVER if name == p or name.startswith(p + ".")), None)
-
-
-def _within(module: str, prefixes: tuple[str, ...]) -> bool:
-    name = module.removeprefix("perfbench.")
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
-
-
-def test_the_package_has_no_import_cycle() -> None:
-    assert _cycles(_edges()) == []
-
-
-def test_no_import_crosses_an_arrow_the_design_forbids() -> None:
-    crossings = []
-    for module, path in sorted(MODULES.items()):
-        part = _part(module)
-        if part is None:
-            continue
-        for line, name in _imports(path):
-            target = _resolve(name)
-            if target is not None and _within(target, NEVER[part]):
-                crossings.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} -> {target}")
-    assert sorted(set(crossings)) == []
-
-
-def test_the_checker_sees_a_forbidden_arrow_and_a_cycle(tmp_path: Path) -> None:
-    """The checks above can fail: a module of stats importing the engine is a crossing, and
-    two modules importing each other are a cycle."""
-    assert _within("perfbench.engine.session", NEVER["stats"])
-    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
-    source = tmp_path / "x.py"
-    source.write_text("def f():\n    from perfbench.engine import session\n")
-    assert "perfbench.engine.session" in {n for _, n in _imports_of(source)}
-
-
-def _imports_of(path: Path) -> Iterator[tuple[int, str]]:
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                yield node.lineno, f"{node.module}.{alias.name}"
+def _append(root: Path, module: str, code: str) -> None:
+    path = root / "perfbench" / module
+    text = path.read_text(encoding="utf-8")
+    if "TYPE_CHECKING" in code and "import TYPE_CHECKING" not in text:
+        code = "from typing import TYPE_CHECKING\n" + code
+    path.write_text(text + "\n" + code + "\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("folder", ["cli"])

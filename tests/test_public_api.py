@@ -77,10 +77,3 @@ def test_importing_the_package_loads_none_of_the_engine() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert loaded.stdout.strip() == "['perfbench']"
-
-
-def test_the_agent_import_docs_showed_before_the_split_still_works() -> None:
-    from perfbench.targets import agent_http, http_agent
-
-    assert agent_http.HttpAgent is http_agent.HttpAgent
-    assert agent_http.AgentMapping is http_agent.AgentMapping

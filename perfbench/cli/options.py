@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from perfbench.apis.retry import MAX_WAIT_S
 from perfbench.load import Adaptive, Load, Rate
 from perfbench.load import stages as ramping
 from perfbench.load import trace as trace_file
 from perfbench.spec import Plan, TargetSpec, auto_workers
-from perfbench.targets.retry import MAX_WAIT_S
 
 Flags = Mapping[str, Any]
 

@@ -26,10 +26,10 @@ from perfbench.stats.calls import CallFigures, call_doc
 from perfbench.suite import Case
 
 if TYPE_CHECKING:
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
     from perfbench.proxy.upstream import Upstream
     from perfbench.sample import Step
-    from perfbench.targets.registry import TargetSpec
+    from perfbench.targets.target_spec import TargetSpec
 
 # The session's calls are steps of one long task; its timeout is not the calls' (--read-timeout).
 SESSION_CASE = Case(id="proxy", language="en", input="-", timeout_s=3600)
@@ -94,7 +94,7 @@ def proxy(
     import anyio
 
     from perfbench import host
-    from perfbench.targets.registry import TargetSpec
+    from perfbench.targets.target_spec import TargetSpec
 
     options = _Options(read_timeout, port, record, as_json)
     with errors():
@@ -149,7 +149,7 @@ def _recording(
 ) -> Writer | None:
     if path is None:
         return None
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
 
     name = where.name if where.name != "the embedded mock" else spec.upstream
     writer = Writer(path, {"suite": None, "suite_digest": None, "upstream": name}, where.secrets)

@@ -110,7 +110,7 @@ async def _against_mock(target: str, bars: Bars, pricer: object) -> list[Check]:
 
 def _endpoint(target: str, base_url: str | None, key_env: str | None) -> Endpoint:
     from perfbench.http.urls import checked_url
-    from perfbench.targets.registry import PROVIDERS
+    from perfbench.targets.target_spec import PROVIDERS
 
     provider_name, _, model = target.partition("/")
     provider = PROVIDERS.get(provider_name)

@@ -77,7 +77,10 @@ class Sweep:
     def target_name(self) -> str:
         if self.factory is not None:
             return self.factory(1).name
-        return self.spec.target.build(1, self.plan.base.seed).name
+        from perfbench.targets.registry import resolve
+        from perfbench.targets.target_spec import Sizing
+
+        return resolve(self.spec.target, Sizing(1, self.plan.base.seed)).name
 
     async def run(self) -> SweepResult:
         if self.path is None:

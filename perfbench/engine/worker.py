@@ -44,6 +44,8 @@ from perfbench.stats.cost import price
 from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Price, Recorder
 from perfbench.targets import open_target
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import Sizing
 
 FLUSH_S = 0.05  # how late a worker's samples may reach samples.jsonl
 FLUSH_LINES = 512
@@ -209,7 +211,7 @@ async def _work(start: Start, link: _Link) -> None:
     suite, plan, share = start.suite, start.spec.plan, start.share
     connections = plan.connections()  # 0 (no limit) stays 0
     mine = max(1, share.split(connections)) if connections else 0
-    target = start.spec.target.build(mine, plan.seed, start.server_url)
+    target = resolve(start.spec.target, Sizing(mine, plan.seed, start.server_url))
     summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases}, start.spec.objectives())
 
     simulated = target.simulated

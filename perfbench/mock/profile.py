@@ -230,7 +230,7 @@ def _located(profile: Profile, path: Path) -> Profile:
     """A replay's recording found next to its profile file, and there at all."""
     if profile.replay is None:
         return profile
-    from perfbench.proxy.recording import RecordingError, read
+    from perfbench.apis.recording import RecordingError, read
 
     recording = path.parent / profile.replay.path  # an absolute path stays as it is
     if not recording.is_file():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from perfbench.proxy.recording import Call, read
+from perfbench.apis.recording import Call, read
 
 Timing = Literal["recorded", "fitted"]
 _PHASES = {"warmup": 0, "measured": 1}

@@ -4,7 +4,7 @@ An agent under test (a ``cmd:`` target's program) is pointed at a per-task route
 proxy, ``http://127.0.0.1:PORT/t/<token>/v1``, as its OpenAI and Anthropic base URL. The
 proxy forwards every model call to the upstream (the embedded mock, a provider, any
 ``--base-url``), streams the answer back as it arrives, and times the call onto the task the
-token belongs to, with the same code perfbench's own clients use (``targets.openai_chat`` and
+token belongs to, with the same code perfbench's own clients use (``apis.openai_chat`` and
 friends): a model call of an agent is a step like any other, its TTFT defined as everywhere.
 
 - ``routes``: tokens → the task each one records into; a request without an open token is

@@ -20,15 +20,16 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from perfbench.apis.chat import ChatApi, ModelReply
+from perfbench.apis.families import BY_PATH
+from perfbench.apis.recording import KEPT_HEADERS, Call, Writer, texts
+from perfbench.apis.retry import server_wait, window_spent
+from perfbench.apis.usage import estimate_tokens, record_details
 from perfbench.http import CallFailed, HttpClient, Response
 from perfbench.http.limits import ERROR_READ, MAX_BODY
-from perfbench.proxy.recording import KEPT_HEADERS, Call, Writer, texts
 from perfbench.proxy.routes import Route
 from perfbench.proxy.upstream import Endpoint
 from perfbench.sample import status_of
-from perfbench.targets.agent_loop import estimate_tokens, record_details
-from perfbench.targets.chat import ChatApi, ModelReply
-from perfbench.targets.retry import server_wait, window_spent
 from perfbench.task import ModelCall
 
 # Not forwarded either way: hop-by-hop headers, what the proxy recomputes (length, encoding:
@@ -48,7 +49,7 @@ _DROP_RESPONSE = frozenset({
 # forwarded to one of these, spelt as here, so no path the agent writes (``..``, ``%2F``,
 # ``//``, an absolute URI) can reach another path of the upstream's host with its key.
 API_PATHS = frozenset({
-    "chat/completions", "responses", "completions", "messages",  # model calls: timed
+    *BY_PATH,  # model calls (apis.families): timed
     "messages/count_tokens", "embeddings",  # forwarded as they are
 })  # fmt: skip
 ROUTES = ", ".join(f"/v1/{p}" for p in sorted(API_PATHS))
@@ -66,24 +67,8 @@ def api_path(tail: str) -> str | None:
 def api_for(path: str, model: str) -> ChatApi | None:
     """The wire format of a model call at ``path`` (after the route's ``/v1``); None for a
     request that is not a model call (count_tokens, embeddings): forwarded, not timed."""
-    path = path.strip("/")
-    if path == "chat/completions":
-        from perfbench.targets.openai_chat import OpenAIChat
-
-        return OpenAIChat(model)
-    if path == "responses":
-        from perfbench.targets.openai_responses import OpenAIResponses
-
-        return OpenAIResponses(model)
-    if path == "completions":
-        from perfbench.targets.openai_completions import OpenAICompletions
-
-        return OpenAICompletions(model)
-    if path == "messages":
-        from perfbench.targets.anthropic_messages import AnthropicMessages
-
-        return AnthropicMessages(model)
-    return None
+    family = BY_PATH.get(path.strip("/"))
+    return family.client(model) if family is not None else None
 
 
 def request_headers(headers: Mapping[str, str], endpoint: Endpoint) -> dict[str, str]:

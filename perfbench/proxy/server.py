@@ -14,10 +14,10 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from perfbench.apis.recording import Writer
 from perfbench.http import CallFailed, HttpClient
 from perfbench.http.limits import MAX_BODY
 from perfbench.proxy import forward
-from perfbench.proxy.recording import Writer
 from perfbench.proxy.routes import Route, Routes
 from perfbench.proxy.upstream import Upstream, call_headers, family_of
 

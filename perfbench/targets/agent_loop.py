@@ -5,16 +5,23 @@
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 import httpx
 import orjson
 
+from perfbench.apis.chat import (
+    ChatApi,
+    Messages,
+    ModelReply,
+    Refusal,
+    ToolCall,
+    check_suite,
+)
+from perfbench.apis.retry import RetryPolicy, server_wait, window_spent
+from perfbench.apis.usage import estimate_tokens, output_text, record_details, reported_cost
 from perfbench.clock import sleep_until
 from perfbench.http import CallFailed, HttpClient
 from perfbench.http.limits import ERROR_READ
@@ -23,15 +30,6 @@ from perfbench.sample import Sample, status_of
 from perfbench.stats import tokens
 from perfbench.suite import Suite
 from perfbench.targets import Target
-from perfbench.targets.chat import (
-    ChatApi,
-    Messages,
-    ModelReply,
-    Refusal,
-    ToolCall,
-    check_suite,
-)
-from perfbench.targets.retry import RetryPolicy, server_wait, window_spent
 from perfbench.task import ModelCall, Task
 
 _MS = 1e-3
@@ -178,7 +176,7 @@ class ModelAgent(Target):
             call.set_tokens(reply.tokens_in, reply.tokens_out)
         elif self.check_tokens:  # usage given: count it offline too, to show any discrepancy
             encoding = tokens.encoding_for(str(body.get("model", "")))
-            estimate = tokens.count(_output(reply), encoding)
+            estimate = tokens.count(output_text(reply), encoding)
             task.tokens_out_estimate = (task.tokens_out_estimate or 0) + estimate
             call.step.tokens_estimate = estimate
             task.tokenizer = task.tokenizer or encoding
@@ -241,7 +239,7 @@ class ModelAgent(Target):
                     return Refusal(response.status_code, response.headers, text)
                 reply = await self.api.receive(response, call, self.stream)
                 call.arrived(getattr(response, "arrived", None))  # the last bytes' arrival
-                reported = _reported_cost(response.headers)
+                reported = reported_cost(response.headers)
                 if reported is not None:
                     task.cost_reported = (task.cost_reported or 0.0) + reported
                 return reply
@@ -254,47 +252,3 @@ class ModelAgent(Target):
             return self._headers
         key = f"{task.seed}|{task.case.id}|{task.phase}|{task.run}|{task.iteration}|{step}"
         return {**self._headers, "x-perfbench-key": key, "x-perfbench-case": task.case.id}
-
-
-def estimate_tokens(task: Task, reply: ModelReply, body: dict[str, Any]) -> None:
-    """A reply without usage: its tokens counted offline (the encoding the model's name
-    suggests), and the task marked as estimated."""
-    encoding = tokens.encoding_for(str(body.get("model", "")))
-    reply.tokens_out = tokens.count(_output(reply), encoding)
-    if reply.tokens_in is None:
-        # The conversation as sent: Chat's messages, Responses' input, or a completion's
-        # prompt.
-        sent = body.get("messages", body.get("input", body.get("prompt", [])))
-        prompt = sent if isinstance(sent, str) else orjson.dumps(sent).decode()
-        reply.tokens_in = tokens.count(prompt, encoding)
-    task.tokens_estimated = True
-    task.tokenizer = encoding
-
-
-def record_details(task: Task, reply: ModelReply, asked: str) -> None:
-    """What a reply says beyond its counts: cache and reasoning tokens (summed over the task's
-    calls), and the model that answered when it is not the one asked."""
-    if reply.cache_read is not None:
-        task.tokens_cache_read = (task.tokens_cache_read or 0) + reply.cache_read
-    if reply.cache_write is not None:
-        task.tokens_cache_write = (task.tokens_cache_write or 0) + reply.cache_write
-    if reply.reasoning is not None:
-        task.tokens_reasoning = (task.tokens_reasoning or 0) + reply.reasoning
-    if reply.model and reply.model != asked:
-        task.model_served = reply.model
-
-
-def _reported_cost(headers: Mapping[str, str]) -> float | None:
-    """A gateway's own cost of the call (LiteLLM's ``x-litellm-response-cost``), in USD."""
-    text = headers.get("x-litellm-response-cost")
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-def _output(reply: ModelReply) -> str:
-    return reply.text + "".join(c.name + c.arguments for c in reply.tool_calls)

@@ -48,7 +48,7 @@ from perfbench.task import Task
 
 if TYPE_CHECKING:
     from perfbench.proxy.upstream import Upstream
-    from perfbench.targets.registry import Sizing, TargetSpec
+    from perfbench.targets.target_spec import Sizing, TargetSpec
 
 PREFIX = "cmd:"
 MAX_OUTPUT = 1 << 20  # an answer's bytes kept; the rest is read and dropped

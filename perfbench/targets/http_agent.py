@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import orjson
 
+from perfbench.apis.retry import server_wait, window_spent
 from perfbench.http import CallFailed, HttpClient, Response
 from perfbench.http.failures import mapped
 from perfbench.http.httpx_backend import HttpxResponse
@@ -33,7 +34,6 @@ from perfbench.targets.agent_result import (
     record_result,
 )
 from perfbench.targets.proxied import Via
-from perfbench.targets.retry import server_wait, window_spent
 from perfbench.task import Task
 
 __all__ = ["AgentMapping", "HttpAgent", "public_url", "request_fields"]

@@ -11,14 +11,14 @@ from typing import Self
 
 import anyio
 
+from perfbench.apis.chat import ChatApi, check_suite
+from perfbench.apis.openai_chat import OpenAIChat
+from perfbench.apis.retry import RetryPolicy
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
 from perfbench.suite import Suite
 from perfbench.targets import Target
 from perfbench.targets.agent_loop import ModelAgent
-from perfbench.targets.chat import ChatApi, check_suite
-from perfbench.targets.openai_chat import OpenAIChat
-from perfbench.targets.retry import RetryPolicy
 from perfbench.task import Task
 
 

@@ -33,11 +33,11 @@ from perfbench.targets import Target
 from perfbench.task import Task
 
 if TYPE_CHECKING:
-    from perfbench.proxy.recording import Writer
+    from perfbench.apis.recording import Writer
     from perfbench.proxy.routes import Route
     from perfbench.proxy.server import ProxyServer
     from perfbench.proxy.upstream import Upstream
-    from perfbench.targets.registry import Sizing, TargetSpec
+    from perfbench.targets.target_spec import Sizing, TargetSpec
 
 
 CALLS_GRACE_S = 0.2  # how long a task's sample waits for its calls in flight (Via.calls_done)
@@ -137,7 +137,7 @@ class ProxyHost:
         """The recording the run asked for (``--record``), its header naming the suite."""
         if self.spec.record is None:
             return None
-        from perfbench.proxy.recording import Writer
+        from perfbench.apis.recording import Writer
 
         suite = self.suite
         header = {

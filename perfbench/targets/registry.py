@@ -1,10 +1,12 @@
-"""Target strings → targets. Adding a hosted provider is one ``Provider`` entry.
+"""Target strings → targets: the one place a target is built, from a ``TargetSpec`` and a
+``Sizing`` (target_spec.py). A hosted provider is one ``PROVIDERS`` entry there; a model API,
+one row of ``apis.families.FAMILIES``.
 
 mock | mock:<profile>[@model]        in-process mock agent (tests, overhead)
 mock+http | mock+http:<profile>[@model]  mock server in a child process, over real HTTP
 <provider>/<model>                   a hosted model in the built-in agent loop
 openai/<model> --base-url URL        any OpenAI-compatible server (vLLM, Ollama, LiteLLM)
-<model target> --api responses       the model API the loop speaks (``API_FAMILY``): chat,
+<model target> --api responses       the model API the loop speaks (``apis.FAMILIES``): chat,
                                      responses or completions (OpenAI-compatible), messages
                                      (Anthropic); none: chat, or messages for anthropic/
 http+agent://host/path               a user's agent behind an HTTP endpoint (http+agents:// for TLS)
@@ -20,111 +22,26 @@ import difflib
 import fnmatch
 import os
 import re
-from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from perfbench.apis.chat import ChatApi
+from perfbench.apis.families import FAMILIES
+from perfbench.apis.retry import RetryPolicy
 from perfbench.errors import TargetError
 from perfbench.targets import Target
-from perfbench.targets.chat import ChatApi
-from perfbench.targets.retry import MAX_WAIT_S, RetryPolicy
+from perfbench.targets.target_spec import (
+    DEFAULT_API,
+    PROVIDERS,
+    Provider,
+    Sizing,
+    TargetSpec,
+)
 
 if TYPE_CHECKING:
     from perfbench.proxy.upstream import Upstream
     from perfbench.targets.proxied import Agent
-
-# Each model API, by the family of providers (``Provider.api``) that speaks it.
-API_FAMILY: dict[str, Literal["openai", "anthropic"]] = {
-    "chat": "openai",  # POST /chat/completions
-    "responses": "openai",  # POST /responses
-    "completions": "openai",  # POST /completions, legacy: no tools
-    "messages": "anthropic",  # POST /messages
-}
-DEFAULT_API = {"openai": "chat", "anthropic": "messages"}
-
-
-@dataclass(frozen=True)
-class Provider:
-    api: Literal["openai", "anthropic"]
-    base_url: str
-    key_env: str
-
-
-PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "anthropic": Provider("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
-    "deepseek": Provider("openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "qwen": Provider(
-        "openai", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"
-    ),
-    "zhipu": Provider("openai", "https://open.bigmodel.cn/api/paas/v4", "ZHIPU_API_KEY"),
-}
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What to measure: a target string (the forms above) and how to talk to it. Every field
-    is a flag of ``perfbench run`` and ``sweep`` (cli/options.py ``TARGET``), recorded in the
-    run's spec; no key is one (``api_key_env`` names the variable)."""
-
-    target: str = "mock+http"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    stream: bool = True
-    retries: int = 3
-    max_retry_wait: float = MAX_WAIT_S  # the longest wait a retry may ask; longer: refused
-    check_tokens: bool = False  # also count output tokens offline when the API reports usage
-    # Extra request headers, "Name: value"; ${VARIABLE} in a value is read from the environment
-    # when the target is made, so a secret is never on the command line nor in the run.
-    headers: tuple[str, ...] = ()
-    # Connect to an HTTP target before the first task (Target.preflight): one that is down
-    # fails the run at once, with what to check, instead of as a run of failed tasks.
-    preflight: bool = True
-    # The model API of a model or mock+http target (API_FAMILY); None: the provider's own
-    # (chat, or messages for anthropic/).
-    api: str | None = None
-    # A cmd: target's model calls go through perfbench's proxy to this target (a model
-    # target or mock+http[:profile]); base_url, api_key_env and headers apply to it.
-    upstream: str = "mock+http"
-    # A cmd: target's calls, answers and timing kept in this file (JSONL) as they pass the
-    # proxy, for a mock profile's replay: (perfbench.proxy.recording).
-    record: str | None = None
-    # An http+agent or python: target's model calls through the proxy too, each task handed
-    # its own route (targets/proxied.py); then base_url, api_key_env and headers are the
-    # upstream's, as for a cmd: target.
-    proxy: bool = False
-
-    def __post_init__(self) -> None:
-        if self.api is not None and self.api not in API_FAMILY:
-            raise TargetError(f"--api {self.api!r}: {_apis()}")
-
-    def build(self, concurrency: int = 1, seed: int = 0, server_url: str | None = None) -> Target:
-        """The target, with clients for ``concurrency`` tasks in flight (0: no limit).
-        ``server_url``: a mock server already running (a worker uses its parent's)."""
-        return resolve(self, Sizing(concurrency, seed, server_url))
-
-    def to_doc(self) -> dict[str, Any]:
-        """The spec as recorded (meta.json, sweep-plan.json): a ``--base-url``'s credentials
-        and credential-like query values are masked (they stay in this process only)."""
-        from perfbench.http.urls import recorded_url
-
-        doc = asdict(self)
-        if self.base_url:
-            doc["base_url"] = recorded_url(self.base_url)
-        return doc
-
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(max_retries=self.retries, max_wait_s=self.max_retry_wait)
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """What a run adds to a target's spec: how many tasks it holds in flight (its
-    connections; 0 = no limit), the seed, and a mock server already running."""
-
-    concurrency: int = 1
-    seed: int = 0
-    server_url: str | None = None
 
 
 def resolve(spec: TargetSpec | str, sizing: Sizing | None = None) -> Target:
@@ -303,7 +220,7 @@ def _mock(spec: TargetSpec, sizing: Sizing) -> Target:
             seed=sizing.seed,
             concurrency=sizing.concurrency,
             stream=spec.stream,
-            retry=spec.retry(),
+            retry=_retry(spec),
             check_tokens=spec.check_tokens,
             model=model or None,
             url=sizing.server_url,
@@ -337,7 +254,7 @@ def _model(spec: TargetSpec, sizing: Sizing) -> Target:
         name=spec.target,
         key=key,
         stream=spec.stream,
-        retry=spec.retry(),
+        retry=_retry(spec),
         concurrency=sizing.concurrency,
         check_tokens=spec.check_tokens,
         extra_headers=request_headers(spec.headers),
@@ -348,8 +265,8 @@ def _choice(spec: TargetSpec, provider: Provider) -> str:
     """The model API a target speaks: the one asked for, if its provider speaks it."""
     if spec.api is None:
         return DEFAULT_API[provider.api]
-    if API_FAMILY[spec.api] != provider.api:
-        theirs = ", ".join(a for a, family in API_FAMILY.items() if family == provider.api)
+    if FAMILIES[spec.api].vendor != provider.api:
+        theirs = ", ".join(name for name, f in FAMILIES.items() if f.vendor == provider.api)
         raise TargetError(
             f"--api {spec.api} is not an API of {spec.target}: "
             f"{'Anthropic' if provider.api == 'anthropic' else 'OpenAI-compatible'} "
@@ -359,27 +276,13 @@ def _choice(spec: TargetSpec, provider: Provider) -> str:
 
 
 def _api(name: str, model: str, extras: bool = False) -> ChatApi:
-    """The wire format for an API name (checked: one of API_FAMILY); ``extras``: the server
+    """The wire format for an API name (checked: a row of FAMILIES); ``extras``: the server
     takes serving engines' request fields (min_tokens, ignore_eos)."""
-    if name == "messages":
-        from perfbench.targets.anthropic_messages import AnthropicMessages
-
-        return AnthropicMessages(model)
-    if name == "responses":
-        from perfbench.targets.openai_responses import OpenAIResponses
-
-        return OpenAIResponses(model, extras=extras)
-    if name == "completions":
-        from perfbench.targets.openai_completions import OpenAICompletions
-
-        return OpenAICompletions(model, extras=extras)
-    from perfbench.targets.openai_chat import OpenAIChat
-
-    return OpenAIChat(model, extras=extras)
+    return FAMILIES[name].client(model, extras)
 
 
-def _apis() -> str:
-    return "the model APIs are " + ", ".join(API_FAMILY) + " (none: the provider's own)"
+def _retry(spec: TargetSpec) -> RetryPolicy:
+    return RetryPolicy(max_retries=spec.retries, max_wait_s=spec.max_retry_wait)
 
 
 def _key(name: str, provider: Provider, spec: TargetSpec) -> str | None:

@@ -52,6 +52,8 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets import Target, open_target
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import Sizing
 from perfbench.task import Task
 from tests.bench.client_cost import CLIENT, SERVER
 from tests.bench.client_figures import BODY, CASE, SHORT, run_raw
@@ -120,7 +122,7 @@ async def seam(url: str, n: int) -> None:
 
 
 async def opened(url: str, suite: Suite, work: Callable[[Target], Awaitable[None]]) -> None:
-    target = TargetSpec("mock+http", stream=False).build(IN_FLIGHT, 0, url)
+    target = resolve(TargetSpec("mock+http", stream=False), Sizing(IN_FLIGHT, 0, url))
     async with AsyncExitStack() as stack:
         await open_target(target, stack)
         await work(target)

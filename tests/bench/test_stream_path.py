@@ -12,10 +12,10 @@ import time
 import orjson
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from perfbench.apis.chat import ModelReply, ToolCall, json_object
+from perfbench.apis.openai_chat import _apply
+from perfbench.apis.sse import Parser
 from perfbench.suite import Case
-from perfbench.targets.chat import ModelReply, ToolCall, json_object
-from perfbench.targets.openai_chat import _apply
-from perfbench.targets.sse import Parser
 from perfbench.task import Task
 
 TOKENS = 40

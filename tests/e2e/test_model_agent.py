@@ -10,6 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from perfbench.apis.anthropic_messages import AnthropicMessages
+from perfbench.apis.chat import ChatApi
+from perfbench.apis.openai_chat import OpenAIChat
+from perfbench.apis.retry import RetryPolicy
 from perfbench.engine.runner import Runner
 from perfbench.sample import Sample
 from perfbench.spec import Plan
@@ -17,10 +21,6 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import load_suite
 from perfbench.targets.agent_loop import ModelAgent
-from perfbench.targets.anthropic_messages import AnthropicMessages
-from perfbench.targets.chat import ChatApi
-from perfbench.targets.openai_chat import OpenAIChat
-from perfbench.targets.retry import RetryPolicy
 from tests.helpers import mock_process, write_suite
 
 PROFILE = """
@@ -171,7 +171,8 @@ def test_anthropic_base_url_is_taken_as_the_sdk_takes_it(
 ) -> None:
     """The Anthropic SDK's base_url is the host (it adds /v1/messages); OpenAI's carries /v1.
     `--base-url` follows each provider's convention, and a /v1 given to Anthropic still works."""
-    from perfbench.targets.registry import TargetSpec, resolve
+    from perfbench.targets.registry import resolve
+    from perfbench.targets.target_spec import TargetSpec
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     profile = tmp_path / "fixed.yaml"

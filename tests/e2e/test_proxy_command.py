@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from perfbench.proxy import recording
+from perfbench.apis import recording
 from tests.helpers import perfbench
 
 AGENT = Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "urllib_agent.py"

@@ -13,7 +13,8 @@ from perfbench.engine.sweep import Sweep
 from perfbench.spec import Plan, SweepPlan, SweepSpec
 from perfbench.stats.knee import Level
 from perfbench.suite import load_suite
-from perfbench.targets.registry import Sizing, resolve
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import Sizing
 from tests.helpers import write_suite
 
 PROFILE = """

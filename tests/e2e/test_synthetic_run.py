@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.suite import Case
-from perfbench.targets.openai_chat import OpenAIChat
-from perfbench.targets.registry import TargetSpec, resolve
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import TargetSpec
 from tests.helpers import cli
 
 SPEC = "input=64,output=24,n=6,seed=3"

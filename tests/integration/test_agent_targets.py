@@ -611,7 +611,8 @@ async def test_an_http_agent_gets_its_key_and_headers(
 ) -> None:
     """`--api-key-env` was silently ignored for http+agent (the agent got no Authorization);
     `--header` did not exist."""
-    from perfbench.targets.registry import TargetSpec, resolve
+    from perfbench.targets.registry import resolve
+    from perfbench.targets.target_spec import TargetSpec
 
     monkeypatch.setenv("AGENT_KEY", "sk-agent-123456")
     monkeypatch.setenv("TEAM_TOKEN", "tok-987654321")
@@ -656,7 +657,8 @@ async def test_an_http_agent_gets_its_key_and_headers(
 )
 def test_target_options_that_cannot_apply_are_refused(spec: dict[str, Any], message: str) -> None:
     from perfbench.errors import TargetError
-    from perfbench.targets.registry import TargetSpec, resolve
+    from perfbench.targets.registry import resolve
+    from perfbench.targets.target_spec import TargetSpec
 
     with pytest.raises(TargetError) as caught:
         resolve(TargetSpec(**spec))
@@ -667,7 +669,8 @@ def test_target_options_that_cannot_apply_are_refused(spec: dict[str, Any], mess
 async def test_model_targets_send_extra_headers_and_keep_them_out_of_errors(
     tmp_path: Path, respx_mock: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perfbench.targets.registry import TargetSpec, resolve
+    from perfbench.targets.registry import resolve
+    from perfbench.targets.target_spec import TargetSpec
 
     monkeypatch.setenv("GATEWAY_TOKEN", "gw-secret-abcdef")
     base = "http://gw.test/v1"

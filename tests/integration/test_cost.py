@@ -179,11 +179,11 @@ async def _priced(
     """One task through the agent loop and a real Session (so the recorder prices it)."""
     import httpx
 
+    from perfbench.apis.anthropic_messages import AnthropicMessages
+    from perfbench.apis.openai_chat import OpenAIChat
     from perfbench.engine.observer import RunObserver
     from perfbench.suite import Case
     from perfbench.targets.agent_loop import ModelAgent
-    from perfbench.targets.anthropic_messages import AnthropicMessages
-    from perfbench.targets.openai_chat import OpenAIChat
 
     path = "/messages" if api == "anthropic" else "/chat/completions"
     respx_mock.post(BASE + path).mock(return_value=reply if isinstance(reply, httpx.Response)

@@ -11,6 +11,7 @@ import anyio
 import httpx
 import pytest
 
+from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.engine.runner import Runner
 from perfbench.load import Adaptive, Rate
 from perfbench.load.aimd import Aimd
@@ -24,7 +25,6 @@ from perfbench.suite import Suite, load_suite
 from perfbench.targets import Target
 from perfbench.targets.agent_loop import ModelAgent
 from perfbench.targets.mock import MockAgent
-from perfbench.targets.openai_chat import OpenAIChat
 from perfbench.task import Task
 from tests.helpers import fixed_profile, write_suite
 
@@ -293,7 +293,7 @@ def test_429s_with_one_task_in_flight_are_a_window_whatever_the_headers_said() -
 
 
 def test_a_429_says_a_per_minute_budget_was_spent() -> None:
-    from perfbench.targets.retry import window_spent
+    from perfbench.apis.retry import window_spent
 
     assert window_spent({"X-RateLimit-Remaining-Requests": "0"})
     assert window_spent({"anthropic-ratelimit-tokens-remaining": "0"})

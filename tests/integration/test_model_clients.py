@@ -23,6 +23,9 @@ import orjson
 import pytest
 import respx
 
+from perfbench.apis.anthropic_messages import AnthropicMessages
+from perfbench.apis.openai_chat import OpenAIChat
+from perfbench.apis.retry import RetryPolicy, server_wait
 from perfbench.engine.runner import Runner
 from perfbench.sample import Sample
 from perfbench.spec import Plan
@@ -30,9 +33,6 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.agent_loop import ModelAgent
-from perfbench.targets.anthropic_messages import AnthropicMessages
-from perfbench.targets.openai_chat import OpenAIChat
-from perfbench.targets.retry import RetryPolicy, server_wait
 from tests.helpers import write_suite
 
 pytestmark = pytest.mark.anyio

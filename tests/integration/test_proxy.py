@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from perfbench.apis import recording
+from perfbench.apis.recording import Writer
 from perfbench.http import HttpClient
-from perfbench.proxy import recording
-from perfbench.proxy.recording import Writer
 from perfbench.proxy.server import ProxyServer
 from perfbench.proxy.upstream import Endpoint, Upstream
 from perfbench.suite import Case

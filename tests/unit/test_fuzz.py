@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfbench.apis.anthropic_messages import _Counts
+from perfbench.apis.chat import ModelReply
+from perfbench.apis.openai_chat import _usage
+from perfbench.apis.retry import RetryPolicy, server_wait
+from perfbench.apis.sse import Event, Parser
 from perfbench.targets.agent_result import MalformedResult, parse_agent_result
-from perfbench.targets.anthropic_messages import _Counts
-from perfbench.targets.chat import ModelReply
-from perfbench.targets.openai_chat import _usage
-from perfbench.targets.retry import RetryPolicy, server_wait
-from perfbench.targets.sse import Event, Parser
 
 BOUNDED = settings(max_examples=300, deadline=None)
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

@@ -21,6 +21,8 @@ from trio.testing import MockClock
 from typer.testing import CliRunner
 
 from perfbench import yamlfile
+from perfbench.apis.anthropic_messages import AnthropicMessages
+from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.cli import app
 from perfbench.engine.observer import RunObserver
 from perfbench.engine.session import Session
@@ -30,10 +32,8 @@ from perfbench.mock.simulator import _arguments
 from perfbench.sample import Sample
 from perfbench.spec import Plan, RunSpec
 from perfbench.suite import MAX_TOKENS, Case, Suite, load_suite
-from perfbench.targets.anthropic_messages import AnthropicMessages
 from perfbench.targets.http_agent import request_fields
 from perfbench.targets.mock import MockAgent
-from perfbench.targets.openai_chat import OpenAIChat
 from tests.helpers import CASES, fixed_profile
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The legacy completions client (``targets/openai_completions.py``) in the agent loop, against
+"""The legacy completions client (``apis/openai_completions.py``) in the agent loop, against
 respx under virtual time: ``text_completion`` chunks as OpenAI and vLLM stream them, whole
 replies, the prompt a case becomes, and a case with tools refused by name."""
 
@@ -16,6 +16,7 @@ import orjson
 import pytest
 import respx
 
+from perfbench.apis.openai_completions import DEFAULT_MAX_TOKENS, OpenAICompletions
 from perfbench.engine.runner import Runner
 from perfbench.sample import Sample
 from perfbench.spec import Plan
@@ -23,7 +24,6 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Suite, load_suite
 from perfbench.targets.agent_loop import ModelAgent
-from perfbench.targets.openai_completions import DEFAULT_MAX_TOKENS, OpenAICompletions
 from tests.helpers import write_suite
 
 pytestmark = pytest.mark.anyio

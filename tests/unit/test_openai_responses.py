@@ -1,4 +1,4 @@
-"""The OpenAI Responses API client (``targets/openai_responses.py``) in the agent loop, against
+"""The OpenAI Responses API client (``apis/openai_responses.py``) in the agent loop, against
 respx under virtual time: the events are OpenAI's (``openai.types.responses``), streamed with
 delays between them, so TTFT, gaps and tool latency come out exact. Also: choosing the API on
 a ``TargetSpec`` (``api``) and recording it in a run's spec."""
@@ -18,6 +18,10 @@ import orjson
 import pytest
 import respx
 
+from perfbench.apis.anthropic_messages import AnthropicMessages
+from perfbench.apis.openai_chat import OpenAIChat
+from perfbench.apis.openai_completions import OpenAICompletions
+from perfbench.apis.openai_responses import OpenAIResponses
 from perfbench.engine.runner import Runner
 from perfbench.errors import TargetError
 from perfbench.sample import Sample
@@ -26,10 +30,6 @@ from perfbench.stats.summary import Summarizer
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite, load_suite
 from perfbench.targets.agent_loop import ModelAgent
-from perfbench.targets.anthropic_messages import AnthropicMessages
-from perfbench.targets.openai_chat import OpenAIChat
-from perfbench.targets.openai_completions import OpenAICompletions
-from perfbench.targets.openai_responses import OpenAIResponses
 from perfbench.targets.registry import resolve
 from tests.helpers import write_suite
 
@@ -499,7 +499,7 @@ def test_mock_http_takes_the_api() -> None:
 
 
 def test_a_whole_reply_counts_its_reasoning_items_and_keeps_them_to_send_back() -> None:
-    from perfbench.targets.openai_responses import _whole
+    from perfbench.apis.openai_responses import _whole
 
     reply = _whole(orjson.dumps(response([REASONING, function_call("{}")], usage=usage(5, 9))))
     assert (reply.reasoning_items, [c.name for c in reply.tool_calls]) == (1, ["lookup"])

@@ -209,9 +209,9 @@ def test_opening_a_target_makes_its_clients_before_the_first_task() -> None:
     of a resumed pass."""
     from contextlib import AsyncExitStack
 
+    from perfbench.apis.openai_chat import OpenAIChat
     from perfbench.targets import open_target
     from perfbench.targets.agent_loop import ModelAgent
-    from perfbench.targets.openai_chat import OpenAIChat
 
     async def main() -> None:
         agent = ModelAgent(OpenAIChat("m"), "http://127.0.0.1:9/v1", name="openai/m")

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Mapping
 
 import pytest
 
-from perfbench.targets import sse
-from perfbench.targets.sse import Event
+from perfbench.apis import sse
+from perfbench.apis.sse import Event
 
 pytestmark = pytest.mark.anyio
 

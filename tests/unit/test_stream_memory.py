@@ -10,11 +10,11 @@ import time
 import tracemalloc
 from typing import Any
 
+from perfbench.apis import anthropic_messages, openai_chat, openai_completions
+from perfbench.apis.chat import PIECES, ModelReply, ToolCall
+from perfbench.apis.openai_responses import _Stream
+from perfbench.apis.sse import Event
 from perfbench.suite import Case
-from perfbench.targets import anthropic_messages, openai_chat, openai_completions
-from perfbench.targets.chat import PIECES, ModelReply, ToolCall
-from perfbench.targets.openai_responses import _Stream
-from perfbench.targets.sse import Event
 from perfbench.task import ModelCall, Task
 
 TOKENS = 3 * PIECES + 5

@@ -8,7 +8,8 @@ from typer.testing import CliRunner
 
 from perfbench.cli import app
 from perfbench.errors import TargetError
-from perfbench.targets.registry import TargetSpec, resolve
+from perfbench.targets.registry import resolve
+from perfbench.targets.target_spec import TargetSpec
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfbench.errors import TargetError
-from perfbench.http import CallFailed, Response
-from perfbench.suite import Case
-from perfbench.targets import sse
-from perfbench.targets.chat import (
+from perfbench.apis import sse
+from perfbench.apis.chat import (
     PIECES,
     Messages,
     ModelReply,
@@ -33,7 +30,10 @@ from perfbench.targets.chat import (
 )
 
 # The usage object is Chat Completions' own (the SDK's ``CompletionUsage`` serves both APIs).
-from perfbench.targets.openai_chat import _name, _usage, read_stream
+from perfbench.apis.openai_chat import _name, _usage, read_stream
+from perfbench.errors import TargetError
+from perfbench.http import CallFailed, Response
+from perfbench.suite import Case
 from perfbench.task import ModelCall
 
 DEFAULT_MAX_TOKENS = 1024

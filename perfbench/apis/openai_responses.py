@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfbench.http import CallFailed, Response
-from perfbench.suite import Case
-from perfbench.targets import sse
-from perfbench.targets.chat import (
+from perfbench.apis import sse
+from perfbench.apis.chat import (
     PIECES,
     Messages,
     ModelReply,
@@ -41,6 +39,8 @@ from perfbench.targets.chat import (
     text_of,
     usage_dict,
 )
+from perfbench.http import CallFailed, Response
+from perfbench.suite import Case
 from perfbench.task import ModelCall
 
 _STARTED = frozenset({"response.created", "response.in_progress", "response.queued"})

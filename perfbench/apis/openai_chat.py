@@ -9,10 +9,8 @@ from typing import Any
 
 import orjson
 
-from perfbench.http import CallFailed, Response
-from perfbench.suite import Case
-from perfbench.targets import sse
-from perfbench.targets.chat import (
+from perfbench.apis import sse
+from perfbench.apis.chat import (
     PIECES,
     Messages,
     ModelReply,
@@ -25,6 +23,8 @@ from perfbench.targets.chat import (
     text_of,
     usage_dict,
 )
+from perfbench.http import CallFailed, Response
+from perfbench.suite import Case
 from perfbench.task import ModelCall
 
 
