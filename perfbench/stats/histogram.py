@@ -78,9 +78,11 @@ class Histogram:
 
     def __init__(self, exact_limit: int = EXACT) -> None:
         self.exact_limit = exact_limit
-        self._raw: array[float] | None = array("d")
+        # The values while exact (``_hdr`` None), made at the first one: a many-case run has
+        # ~22 histograms a case, most of them empty (100,000 cases × 22 empty arrays: 140 MB).
+        self._raw: array[float] | None = None
         self._hdr: HdrHistogram | None = None
-        self._pending = array("d")  # past the exact values: the next batch for the HDR part
+        self._pending: array[float] | None = None  # past the exact values: the next batch
         # Running state, used only once the values have moved into the HDR histogram.
         self._n = 0
         self._mean = 0.0
@@ -95,8 +97,13 @@ class Histogram:
             raw.append(value)
             if len(raw) > self.exact_limit:
                 self._spill()
+        elif self._hdr is None:  # the first value
+            self._raw = array("d", (value,))
+            if self.exact_limit < 1:
+                self._spill()
         else:  # and after: one append, and a batch now and then
             pending = self._pending
+            assert pending is not None
             pending.append(value)
             if len(pending) >= BATCH:
                 self._settle()
@@ -110,24 +117,28 @@ class Histogram:
     def add_count(self, value: float, count: int) -> None:
         """``count`` values equal to ``value`` (a sample's bucketed gaps): one HDR record and
         one pairwise mean update, not ``count`` of each."""
-        raw = self._raw
-        if raw is not None:
-            raw.extend(array("d", (value,)) * count)
-            if len(raw) > self.exact_limit:
-                self._spill()
+        if self._hdr is None:
+            self._exact(array("d", (value,)) * count)
             return
         self._combine(count, value, 0.0, value, value)
         us = round(value * US)
         if us < 0 or us > HIGHEST_US:
             self._clipped += count
             us = min(max(us, 0), HIGHEST_US)
-        assert self._hdr is not None
         self._hdr.record_value(us, count)
+
+    def _exact(self, values: array[float]) -> None:
+        """``values`` added while this histogram is exact (spilled past ``exact_limit``)."""
+        if self._raw is None:
+            self._raw = array("d")
+        self._raw.extend(values)
+        if len(self._raw) > self.exact_limit:
+            self._spill()
 
     def _spill(self) -> None:
         raw, self._raw = self._raw, None
         self._hdr = new_hdr()
-        self._pending = raw or array("d")
+        self._pending = raw if raw is not None else array("d")
         self._settle()
 
     def _settle(self) -> None:
@@ -158,20 +169,21 @@ class Histogram:
 
     def merge(self, other: Histogram) -> None:
         """Add every value of ``other`` (lossless while both are exact; HDR-precise after)."""
-        if other._raw is not None:
-            if self._raw is not None:
-                self._raw.extend(other._raw)
-                if len(self._raw) > self.exact_limit:
-                    self._spill()
+        if other._hdr is None:
+            if other._raw is None:
+                return
+            if self._hdr is None:
+                self._exact(other._raw)
             else:
+                assert self._pending is not None
                 self._pending.extend(other._raw)
                 self._settle()
             return
         other._settle()
-        if self._raw is not None:
+        if self._hdr is None:
             self._spill()
         self._settle()
-        assert self._hdr is not None and other._hdr is not None
+        assert self._hdr is not None
         self._hdr.add(other._hdr)
         if other._n:
             self._combine(other._n, other._mean, other._m2, other._min, other._max)
@@ -196,33 +208,35 @@ class Histogram:
         self._hdr = HdrHistogram.decode(hdr) if hdr is not None else None
         self._n, self._mean, self._m2, self._min, self._max = n, mean, m2, low, high
         self._clipped = clipped
-        self._pending = array("d")
+        self._pending = array("d") if hdr is not None else None
 
     @property
     def exact(self) -> bool:
-        return self._raw is not None
+        return self._hdr is None
 
     @property
     def count(self) -> int:
-        return len(self._raw) if self._raw is not None else self._n + len(self._pending)
+        if self._hdr is None:
+            return len(self._raw) if self._raw is not None else 0
+        return self._n + len(self._pending or ())
 
     @property
     def min(self) -> float | None:
-        if self._raw is not None:
+        if self._hdr is None:
             return min(self._raw) if self._raw else None
         self._settle()
         return self._min
 
     @property
     def max(self) -> float | None:
-        if self._raw is not None:
+        if self._hdr is None:
             return max(self._raw) if self._raw else None
         self._settle()
         return self._max
 
     @property
     def mean(self) -> float | None:
-        if self._raw is not None:
+        if self._hdr is None:
             return math.fsum(self._raw) / len(self._raw) if self._raw else None
         self._settle()
         return self._mean
