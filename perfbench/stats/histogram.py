@@ -289,6 +289,11 @@ class Histogram:
         """n, min, max, mean, stddev and the standard percentiles, in seconds; None if empty."""
         if not self.count:
             return None
+        raw = self._raw
+        if raw is not None and len(raw) == 1:  # most cases' of a many-case run: one value
+            v = raw[0]
+            one = {"n": 1, "min": v, "max": v, "mean": math.fsum(raw), "stddev": None}
+            return {**one, **dict.fromkeys(_KEYS, v), "method": "exact"}
         out: dict[str, Any] = {
             "n": self.count,
             "min": self.min,
@@ -301,6 +306,9 @@ class Histogram:
         if self.clipped:
             out["clipped"] = self.clipped
         return out
+
+
+_KEYS = tuple(percentile_key(p) for p in PERCENTILES)
 
 
 def _rank(p: float, n: int) -> int:

@@ -145,3 +145,15 @@ def test_a_negative_zero_keeps_its_sign() -> None:
     assert orjson.dumps(got) == b'{"x":{"median":0.0,"min":0.0,"max":0.0,"n":1},' \
         b'"y":{"median":-0.0,"min":-0.0,"max":-0.0,"n":1}}'  # fmt: skip
     assert math.copysign(1, got["y"]["min"]) == -1
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 0.25, 3600.5])
+def test_a_one_value_summary_is_the_general_one(value: float) -> None:
+    h = Histogram()
+    h.add(value)
+    want = {"n": 1, "min": h.min, "max": h.max, "mean": h.mean, "stddev": None}
+    want.update({f"p{p:g}".replace(".", "_"): v for p, v in h.percentiles().items()})
+    want["method"] = "exact"
+    got = h.summary()
+    assert got == want and list(got or {}) == list(want)
+    assert orjson.dumps(got) == orjson.dumps(want)
