@@ -21,6 +21,7 @@ from pathlib import Path
 
 RUN = ["-t", "mock:zero", "--runs", "1", "--warmup", "0", "-q", "--json"]
 FIRST = b'"event":"phase_changed"'
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def measure(args: list[str], out: Path) -> tuple[float, float, float | None]:
@@ -30,7 +31,7 @@ def measure(args: list[str], out: Path) -> tuple[float, float, float | None]:
     start = time.perf_counter()
     setup = None
     with (out / "stderr.txt").open("wb") as stderr:
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, cwd=out)
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, cwd=out, env=_env())
         with child.stdout as events:  # type: ignore[union-attr]
             for line in events:
                 if setup is None and FIRST in line.replace(b" ", b""):
@@ -41,6 +42,12 @@ def measure(args: list[str], out: Path) -> tuple[float, float, float | None]:
     if child.returncode != 0:
         raise SystemExit((out / "stderr.txt").read_text(errors="replace"))
     return usage.ru_maxrss / 1024, wall, setup
+
+
+def _env() -> dict[str, str]:
+    """This checkout's perfbench first in the child's path (it runs in another folder)."""
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def written(folder: Path, n: int) -> Path:
