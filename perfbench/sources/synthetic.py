@@ -133,18 +133,22 @@ def _flag_error(field: str, message: str) -> SuiteError:
 
 def prompts(spec: Spec) -> list[Prompt]:
     """The spec's ``n`` prompts, in order; the same spec gives the same prompts."""
+    return list(stream(spec))
+
+
+def stream(spec: Spec) -> Iterator[Prompt]:
+    """``prompts`` one at a time, each made when asked for: a suite of 10^5 prompts takes
+    each as it makes its case, and never holds them all as prompts too."""
     tokenizer = Tokenizer(spec.tokenizer)
     inputs, outputs = spec.input_lengths(), spec.output_lengths()
     shared = _shared_prefix(spec, tokenizer)
     with_prefix = _prefixed(spec)
-    out = []
     for i in range(spec.n):
         rng = random.Random(f"{spec.seed}:{i}")
         length, output = inputs.draw(rng), outputs.draw(rng)
         head = shared if i in with_prefix else ""
         body = fit(spec.language, rng, tokenizer, length, head=head)
-        out.append(Prompt(body, language=spec.language, output_tokens=output))
-    return out
+        yield Prompt(body, language=spec.language, output_tokens=output)
 
 
 def _shared_prefix(spec: Spec, tokenizer: Tokenizer) -> str:

@@ -109,7 +109,7 @@ def _union(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-@dataclass
+@dataclass(slots=True)
 class Breakdown:
     """One scope's time split (over its successful tasks) and success figures."""
 
@@ -121,6 +121,7 @@ class Breakdown:
     succeeded: int = 0
     cost: float = 0.0
     priced: int = 0
+    _ordered: list[Histogram] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._ordered = [self.parts[name] for name in _ORDER]

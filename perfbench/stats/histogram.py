@@ -72,22 +72,58 @@ def record(hdr: HdrHistogram, values: array[float]) -> int:
     return clipped
 
 
+class _Spilled:
+    """A histogram's part once its values have moved into HDR: the HDR histogram, the next
+    batch for it, and the running count, mean, sum of squared deviations and extremes (Chan et
+    al.'s pairwise update). Apart from ``Histogram``, so an exact one (most of a many-case
+    run's: ~22 a case) is three slots, not ten."""
+
+    __slots__ = ("clipped", "hdr", "high", "low", "m2", "mean", "n", "pending")
+
+    def __init__(self, hdr: HdrHistogram) -> None:
+        self.hdr = hdr
+        self.pending = array("d")
+        self.n = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.low = math.inf
+        self.high = -math.inf
+        self.clipped = 0  # values outside 0..1 h, recorded at the nearest edge of the range
+
+    def settle(self) -> None:
+        """The values held since the last batch, into the running state and the HDR part."""
+        pending = self.pending
+        if not pending:
+            return
+        import numpy as np
+
+        self.pending = array("d")
+        values = np.frombuffer(pending, dtype=np.float64)
+        mean = float(values.mean())
+        m2 = float(np.square(values - mean).sum())
+        self.combine(len(values), mean, m2, float(values.min()), float(values.max()))
+        self.clipped += record(self.hdr, pending)
+
+    def combine(self, n: int, mean: float, m2: float, low: float, high: float) -> None:
+        """Another set's count, mean, sum of squared deviations and extremes."""
+        total = self.n + n
+        delta = mean - self.mean
+        self.m2 += m2 + delta * delta * self.n * n / total
+        self.mean += delta * n / total
+        self.n = total
+        self.low = min(self.low, low)
+        self.high = max(self.high, high)
+
+
 class Histogram:
-    __slots__ = ("_clipped", "_hdr", "_m2", "_max", "_mean", "_min", "_n", "_pending", "_raw",
-                 "exact_limit")  # fmt: skip
+    __slots__ = ("_big", "_raw", "exact_limit")
 
     def __init__(self, exact_limit: int = EXACT) -> None:
         self.exact_limit = exact_limit
-        self._raw: array[float] | None = array("d")
-        self._hdr: HdrHistogram | None = None
-        self._pending = array("d")  # past the exact values: the next batch for the HDR part
-        # Running state, used only once the values have moved into the HDR histogram.
-        self._n = 0
-        self._mean = 0.0
-        self._m2 = 0.0
-        self._min = math.inf
-        self._max = -math.inf
-        self._clipped = 0  # values outside 0..1 h, recorded at the nearest edge of the range
+        # The values while exact (``_big`` None), made at the first one: a many-case run has
+        # ~22 histograms a case, most of them empty (100,000 cases × 22 empty arrays: 140 MB).
+        self._raw: array[float] | None = None
+        self._big: _Spilled | None = None  # past the exact values
 
     def add(self, value: float) -> None:
         raw = self._raw
@@ -95,96 +131,86 @@ class Histogram:
             raw.append(value)
             if len(raw) > self.exact_limit:
                 self._spill()
+        elif self._big is None:  # the first value
+            self._raw = array("d", (value,))
+            if self.exact_limit < 1:
+                self._spill()
         else:  # and after: one append, and a batch now and then
-            pending = self._pending
+            pending = self._big.pending
             pending.append(value)
             if len(pending) >= BATCH:
-                self._settle()
+                self._big.settle()
 
     @property
     def clipped(self) -> int:
         """Values outside 0..1 h, recorded at the nearest edge of the HDR range."""
-        self._settle()
-        return self._clipped
+        big = self._settled()
+        return big.clipped if big is not None else 0
 
     def add_count(self, value: float, count: int) -> None:
         """``count`` values equal to ``value`` (a sample's bucketed gaps): one HDR record and
         one pairwise mean update, not ``count`` of each."""
-        raw = self._raw
-        if raw is not None:
-            raw.extend(array("d", (value,)) * count)
-            if len(raw) > self.exact_limit:
-                self._spill()
+        big = self._big
+        if big is None:
+            self._exact(array("d", (value,)) * count)
             return
-        self._combine(count, value, 0.0, value, value)
+        big.combine(count, value, 0.0, value, value)
         us = round(value * US)
         if us < 0 or us > HIGHEST_US:
-            self._clipped += count
+            big.clipped += count
             us = min(max(us, 0), HIGHEST_US)
-        assert self._hdr is not None
-        self._hdr.record_value(us, count)
+        big.hdr.record_value(us, count)
 
-    def _spill(self) -> None:
+    def _exact(self, values: array[float]) -> None:
+        """``values`` added while this histogram is exact (spilled past ``exact_limit``)."""
+        if self._raw is None:
+            self._raw = array("d")
+        self._raw.extend(values)
+        if len(self._raw) > self.exact_limit:
+            self._spill()
+
+    def _spill(self) -> _Spilled:
         raw, self._raw = self._raw, None
-        self._hdr = new_hdr()
-        self._pending = raw or array("d")
-        self._settle()
+        big = self._big = _Spilled(new_hdr())
+        if raw is not None:
+            big.pending = raw
+        big.settle()
+        return big
 
-    def _settle(self) -> None:
-        """The values held since the last batch, into the running state and the HDR part."""
-        pending = self._pending
-        if not pending:
-            return
-        import numpy as np
-
-        self._pending = array("d")
-        values = np.frombuffer(pending, dtype=np.float64)
-        mean = float(values.mean())
-        m2 = float(np.square(values - mean).sum())
-        self._combine(len(values), mean, m2, float(values.min()), float(values.max()))
-        assert self._hdr is not None
-        self._clipped += record(self._hdr, pending)
-
-    def _combine(self, n: int, mean: float, m2: float, low: float, high: float) -> None:
-        """Another set's count, mean, sum of squared deviations and extremes, into the running
-        state (Chan et al.'s pairwise update)."""
-        total = self._n + n
-        delta = mean - self._mean
-        self._m2 += m2 + delta * delta * self._n * n / total
-        self._mean += delta * n / total
-        self._n = total
-        self._min = min(self._min, low)
-        self._max = max(self._max, high)
+    def _settled(self) -> _Spilled | None:
+        """The HDR part with every value in it (None while exact)."""
+        big = self._big
+        if big is not None:
+            big.settle()
+        return big
 
     def merge(self, other: Histogram) -> None:
         """Add every value of ``other`` (lossless while both are exact; HDR-precise after)."""
-        if other._raw is not None:
-            if self._raw is not None:
-                self._raw.extend(other._raw)
-                if len(self._raw) > self.exact_limit:
-                    self._spill()
+        theirs = other._settled()
+        if theirs is None:
+            if other._raw is None:
+                return
+            if self._big is None:
+                self._exact(other._raw)
             else:
-                self._pending.extend(other._raw)
-                self._settle()
+                self._big.pending.extend(other._raw)
+                self._big.settle()
             return
-        other._settle()
-        if self._raw is not None:
-            self._spill()
-        self._settle()
-        assert self._hdr is not None and other._hdr is not None
-        self._hdr.add(other._hdr)
-        if other._n:
-            self._combine(other._n, other._mean, other._m2, other._min, other._max)
-        self._clipped += other._clipped
+        mine = self._settled() or self._spill()
+        mine.hdr.add(theirs.hdr)
+        if theirs.n:
+            mine.combine(theirs.n, theirs.mean, theirs.m2, theirs.low, theirs.high)
+        mine.clipped += theirs.clipped
 
     def __getstate__(self) -> tuple[Any, ...]:
         # Worker processes send their histograms to the parent: the HDR part travels as its
         # compressed blob (hdrh's ctypes counts array does not pickle), the rest as it is.
-        self._settle()
-        hdr = self._hdr.encode() if self._hdr is not None else None
+        big = self._settled()
         raw = self._raw.tobytes() if self._raw is not None else None
-        return (self.exact_limit, raw, hdr, self._n, self._mean, self._m2, self._min,
-                self._max, self._clipped)  # fmt: skip
+        if big is None:
+            return (self.exact_limit, raw, None, 0, 0.0, 0.0, math.inf, -math.inf, 0)
+        return (self.exact_limit, raw, big.hdr.encode(), big.n, big.mean, big.m2, big.low,
+                big.high, big.clipped)  # fmt: skip
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         limit, raw, hdr, n, mean, m2, low, high, clipped = state
@@ -193,39 +219,43 @@ class Histogram:
         if raw is not None:
             self._raw = array("d")
             self._raw.frombytes(raw)
-        self._hdr = HdrHistogram.decode(hdr) if hdr is not None else None
-        self._n, self._mean, self._m2, self._min, self._max = n, mean, m2, low, high
-        self._clipped = clipped
-        self._pending = array("d")
+        self._big = None
+        if hdr is not None:
+            big = self._big = _Spilled(HdrHistogram.decode(hdr))
+            big.n, big.mean, big.m2, big.low, big.high = n, mean, m2, low, high
+            big.clipped = clipped
 
     @property
     def exact(self) -> bool:
-        return self._raw is not None
+        return self._big is None
 
     @property
     def count(self) -> int:
-        return len(self._raw) if self._raw is not None else self._n + len(self._pending)
+        big = self._big
+        if big is None:
+            return len(self._raw) if self._raw is not None else 0
+        return big.n + len(big.pending)
 
     @property
     def min(self) -> float | None:
-        if self._raw is not None:
+        big = self._settled()
+        if big is None:
             return min(self._raw) if self._raw else None
-        self._settle()
-        return self._min
+        return big.low
 
     @property
     def max(self) -> float | None:
-        if self._raw is not None:
+        big = self._settled()
+        if big is None:
             return max(self._raw) if self._raw else None
-        self._settle()
-        return self._max
+        return big.high
 
     @property
     def mean(self) -> float | None:
-        if self._raw is not None:
+        big = self._settled()
+        if big is None:
             return math.fsum(self._raw) / len(self._raw) if self._raw else None
-        self._settle()
-        return self._mean
+        return big.mean
 
     @property
     def stddev(self) -> float | None:
@@ -233,29 +263,29 @@ class Histogram:
         n = self.count
         if n < 2:
             return None
-        if self._raw is not None:
+        big = self._settled()
+        if big is None:
+            assert self._raw is not None
             mean = math.fsum(self._raw) / n
             return math.sqrt(math.fsum((v - mean) ** 2 for v in self._raw) / (n - 1))
-        self._settle()
-        return math.sqrt(self._m2 / (n - 1))
+        return math.sqrt(big.m2 / (n - 1))
 
     def percentiles(self, ps: Iterable[float] = PERCENTILES) -> dict[float, float]:
         ps = list(ps)
         if not self.count:
             return {}
-        if self._raw is not None:
-            ordered = sorted(self._raw)
+        big = self._settled()
+        if big is None:
+            ordered = sorted(self._raw or ())
             return {p: ordered[_rank(p, len(ordered))] for p in ps}
-        self._settle()
-        assert self._hdr is not None
-        values = self._hdr.get_percentile_to_value_dict(ps)
+        values = big.hdr.get_percentile_to_value_dict(ps)
         return {p: values[p] / US for p in ps}
 
     def encode(self) -> str:
         """The distribution as an HDR 'histoblob' (base64 text) for summary.json."""
-        self._settle()
-        if self._hdr is not None:
-            return _text(self._hdr)
+        big = self._settled()
+        if big is not None:
+            return _text(big.hdr)
         # An exact histogram (most cases' of a many-case run) is written through one scratch
         # HDR histogram: a new one per blob is 184 KiB of counts that, tied in a cycle with
         # its encoder, only the cyclic GC frees (1,000 cases: +400 MB peak RSS).
@@ -275,6 +305,11 @@ class Histogram:
         """n, min, max, mean, stddev and the standard percentiles, in seconds; None if empty."""
         if not self.count:
             return None
+        raw = self._raw
+        if raw is not None and len(raw) == 1:  # most cases' of a many-case run: one value
+            v = raw[0]
+            one = {"n": 1, "min": v, "max": v, "mean": math.fsum(raw), "stddev": None}
+            return {**one, **dict.fromkeys(_KEYS, v), "method": "exact"}
         out: dict[str, Any] = {
             "n": self.count,
             "min": self.min,
@@ -287,6 +322,9 @@ class Histogram:
         if self.clipped:
             out["clipped"] = self.clipped
         return out
+
+
+_KEYS = tuple(percentile_key(p) for p in PERCENTILES)
 
 
 def _rank(p: float, n: int) -> int:

@@ -108,9 +108,47 @@ def _plain_number(value: Any) -> float:
 def write_json(path: Path, doc: Any) -> None:
     """Write JSON atomically: a temp file in the same folder, fsynced, then renamed over.
     orjson: the stdlib's encoder is pure Python once indenting, and a 1,000-case summary.json
-    (21 MB) took it ~5 s and ~110 MB of chunks; orjson writes the bytes at once."""
-    data = encode_json(doc, path)
-    _replace(path, lambda fh: fh.write(data))
+    (21 MB) took it ~5 s and ~110 MB of chunks. The outer levels are written an entry at a
+    time (``_write``), the bytes those of one ``orjson.dumps`` of the whole: a 10^4-case
+    summary.json is ~360 MB of text, which one ``dumps`` held at once."""
+
+    def write(fh: IO[bytes]) -> None:
+        try:
+            _write(fh, doc, 0)
+        except orjson.JSONEncodeError as exc:  # a perfbench bug (a value JSON cannot hold)
+            raise StoreError(f"cannot write {path}: {exc}") from exc
+        fh.write(b"\n")
+
+    _replace(path, write)
+
+
+# Written an entry at a time: the first levels, and deeper any container of more entries
+# (summary.json's runs[i].cases); the rest one ``dumps`` each (a case's figures).
+_LEVELS, _MANY = 3, 256
+_PIECE_OPTIONS = _JSON_OPTIONS & ~orjson.OPT_APPEND_NEWLINE
+
+
+def _write(fh: IO[bytes], doc: Any, depth: int) -> None:
+    """``doc`` as ``orjson.dumps`` with ``_JSON_OPTIONS`` writes it (less the last newline),
+    ``depth`` levels in (each line of its text indented two spaces a level). A non-empty dict
+    or list in the first ``_LEVELS``, or of more than ``_MANY`` entries, is written an entry
+    at a time."""
+    pad = b"  " * depth
+    whole = not isinstance(doc, dict | list) or not doc or (depth >= _LEVELS and len(doc) <= _MANY)
+    if whole:
+        data = orjson.dumps(doc, default=_plain_number, option=_PIECE_OPTIONS)
+        fh.write(data.replace(b"\n", b"\n" + pad) if depth and b"\n" in data else data)
+        return
+    inner = pad + b"  "
+    is_dict = isinstance(doc, dict)
+    fh.write(b"{\n" if is_dict else b"[\n")
+    entries = doc.items() if isinstance(doc, dict) else ((None, v) for v in doc)
+    for k, (key, value) in enumerate(entries):
+        fh.write(b",\n" + inner if k else inner)
+        if is_dict:  # the key as orjson writes it (OPT_NON_STR_KEYS: 1 is "1")
+            fh.write(orjson.dumps({key: 0}, option=orjson.OPT_NON_STR_KEYS)[1:-2] + b" ")
+        _write(fh, value, depth + 1)
+    fh.write(b"\n" + pad + (b"}" if is_dict else b"]"))
 
 
 def encode_json(doc: Any, path: Path) -> bytes:

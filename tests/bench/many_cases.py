@@ -1,10 +1,13 @@
-"""Peak RSS and wall time against the number of cases (issue 38; asserts nothing).
+"""Peak RSS, set-up time and wall time against the number of cases (issue 38; asserts
+nothing).
 
 Each workload runs as its own `python -m perfbench` process, its peak RSS read from that
 process's rusage (``os.wait4``): synthetic suites and hand-written case files through
-`run -t mock:zero --runs 1 --warmup 0`, and `cases check` of a large file.
+`run -t mock:zero --runs 1 --warmup 0`, and `cases check` of a large file. Set-up is the time
+from starting the process to its first pass starting (the `phase_changed` event of `--json`,
+written just before the first request goes out).
 
-Usage: python tests/bench/many_cases.py [CASES ...]   (default: 1000 3000)
+Usage: python tests/bench/many_cases.py [CASES ...]   (default: 10000 100000)
 """
 
 from __future__ import annotations
@@ -16,20 +19,35 @@ import tempfile
 import time
 from pathlib import Path
 
-RUN = ["-t", "mock:zero", "--runs", "1", "--warmup", "0", "-q"]
+RUN = ["-t", "mock:zero", "--runs", "1", "--warmup", "0", "-q", "--json"]
+FIRST = b'"event":"phase_changed"'
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def measure(args: list[str], out: Path) -> tuple[float, float]:
-    """Peak RSS (MB) and wall time (s) of ``perfbench ARGS``."""
+def measure(args: list[str], out: Path) -> tuple[float, float, float | None]:
+    """Peak RSS (MB), wall time (s) and set-up time (s; None without a pass) of
+    ``perfbench ARGS``; its stdout (the event stream, for `run`) is read as it comes."""
     cmd = [sys.executable, "-m", "perfbench", *args]
     start = time.perf_counter()
+    setup = None
     with (out / "stderr.txt").open("wb") as stderr:
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, cwd=out)
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, cwd=out, env=_env())
+        with child.stdout as events:  # type: ignore[union-attr]
+            for line in events:
+                if setup is None and FIRST in line.replace(b" ", b""):
+                    setup = time.perf_counter() - start
         _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    if child.returncode != 0:
         raise SystemExit((out / "stderr.txt").read_text(errors="replace"))
-    return usage.ru_maxrss / 1024, wall
+    return usage.ru_maxrss / 1024, wall, setup
+
+
+def _env() -> dict[str, str]:
+    """This checkout's perfbench first in the child's path (it runs in another folder)."""
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def written(folder: Path, n: int) -> Path:
@@ -45,13 +63,14 @@ def written(folder: Path, n: int) -> Path:
     return path
 
 
-def row(workload: str, rss: float, wall: float) -> None:
-    print(f"{workload:<44} {rss:>7.0f} MB {wall:>6.1f} s")
+def row(workload: str, rss: float, wall: float, setup: float | None) -> None:
+    before = "" if setup is None else f"{setup:.1f} s"
+    print(f"{workload:<44} {rss:>7.0f} MB {before:>8} {wall:>7.1f} s", flush=True)
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 3000]
-    print(f"{'workload':<44} {'peak RSS':>10} {'wall':>8}")
+    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
+    print(f"{'workload':<44} {'peak RSS':>10} {'set-up':>8} {'wall':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         runs = ["--out", str(folder / "runs")]
@@ -61,6 +80,7 @@ def main() -> None:
                 f"run --synthetic {spec}",
                 *measure(["run", "--synthetic", spec, *RUN, *runs], folder),
             )
+        for n in sizes:
             cases = str(written(folder, n))
             row(f"run of {n} hand-written cases", *measure(["run", cases, *RUN, *runs], folder))
         big = str(written(folder, 10_000))
