@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import traceback
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -256,3 +257,20 @@ def failing_priced_run(out: Path, plan: Plan) -> Path:
     )
     assert result.run_dir is not None and result.meta["status"] == "completed"
     return result.run_dir
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`perfbench *args` in this process (typer's CliRunner), returned as ``cli`` returns it:
+    no child interpreter to start and import perfbench (1 s of CPU a call, and on a loaded
+    machine tens of seconds, past ``cli``'s timeout). For what a command does; how the
+    process starts, stops on a signal or exits (``main``) is what ``cli`` is for. An exception
+    perfbench lets out ends stderr with its traceback, as a child's would."""
+    from typer.testing import CliRunner
+
+    from perfbench.cli import app
+
+    result = CliRunner().invoke(app, list(args), env=env)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)

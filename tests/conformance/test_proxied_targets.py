@@ -5,11 +5,14 @@ of it; the task then reads as the same fault would for a model target (``MODEL``
 test_targets.py: one ``sample.ERROR_KINDS`` vocabulary), whatever the agent made of it
 (an exit status, an SDK exception), and the failed call is the task's step. asyncio only:
 the proxy is an aiohttp server in perfbench's loop. Real sockets and real time, bounded by
-the cases' 1 s timeout."""
+the cases' timeout: 1 s of work plus the agent's start-up as measured here (a ``cmd:`` agent is
+a new interpreter, which took 1 s at load average 10 where it takes 50 ms idle)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import pytest
 from perfbench.mock.profile import load_profile
 from perfbench.mock.server import serve_in_thread
 from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.suite import Suite
 from tests.conformance.test_targets import FAULTS, MODEL, SUITE, _check, _measure
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
@@ -27,15 +31,39 @@ TARGETS = {
 }
 
 
+def _start_up() -> float:
+    """Seconds the ``cmd:`` agent's interpreter takes to start and import what it imports, at
+    this machine's load now: the slowest of three starts."""
+    code = "import json, os, sys, urllib.request"
+    took = []
+    for _ in range(3):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+        took.append(time.perf_counter() - start)
+    return max(took)
+
+
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """One mock server per fault, each on its own loop in a thread."""
+def suite() -> Suite:
+    """The conformance cases with a timeout of 1 s plus four measured start-ups: a fixed 1 s
+    failed ``none-cmd`` as a timeout on a loaded machine, the agent not yet started."""
+    timeout = round(1.0 + 4 * _start_up(), 1)
+    cases = [case.model_copy(update={"timeout_s": timeout}) for case in SUITE.cases]
+    return Suite.of(SUITE.name, cases)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory, suite: Suite) -> Iterator[dict[str, str]]:
+    """One mock server per fault, each on its own loop in a thread. The stall begins when the
+    request arrives, after the task started: 1 s more than the timeout outlasts it (a longer
+    one only delays the servers' shutdown, which waits for it)."""
     folder = tmp_path_factory.mktemp("proxied")
+    stall_s = 1 + max(case.timeout_s for case in suite.cases)
     urls: dict[str, str] = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(str(AGENTS))  # routed_agents, for the python: target
         for fault in FAULTS:
-            faults = "" if fault == "none" else f"faults: {{{fault}: 1.0, stall_s: 3}}\n"
+            faults = "" if fault == "none" else f"faults: {{{fault}: 1.0, stall_s: {stall_s}}}\n"
             path = folder / f"{fault}.yaml"
             path.write_text(
                 "ttft_ms: 5\nitl_ms: 1\noutput_chars: 40\n"
@@ -60,16 +88,16 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 @pytest.mark.parametrize("kind", sorted(TARGETS))
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_reaches_a_proxied_agent_and_reads_as_it_would_for_a_model_target(
-    servers: dict[str, str], fault: str, kind: str
+    servers: dict[str, str], suite: Suite, fault: str, kind: str
 ) -> None:
     target = TargetSpec(TARGETS[kind], proxy=kind == "python", upstream="openai/m",
                         base_url=servers[fault] + "/v1", retries=0)  # fmt: skip
     spec = RunSpec(target=target, plan=Plan(runs=1, warmup=0, concurrency=2), out=None)
-    got = _measure(spec, "asyncio")
+    got = _measure(spec, "asyncio", suite=suite)
     _check(got, MODEL[fault])
     for sample in got.values():
         models = [s for s in sample.steps if s.kind == "model"]
         assert sample.model_calls == len(models) == 1  # the one call, failed or not
         if fault not in ("none", "stall"):  # the agent saw the fault and failed of it
             assert models[0].status != "ok" and "then the agent failed" in (sample.error or "")
-    assert set(got) == {case.id for case in SUITE.cases}
+    assert set(got) == {case.id for case in suite.cases}

@@ -103,9 +103,11 @@ def servers(profiles: dict[str, Path]) -> Iterator[dict[str, str]]:
         yield {fault: s.url for fault, s in zip(FAULTS, servers, strict=True)}
 
 
-def _measure(spec: RunSpec, backend: str, target: Target | None = None) -> dict[str, Sample]:
+def _measure(
+    spec: RunSpec, backend: str, target: Target | None = None, suite: Suite = SUITE
+) -> dict[str, Sample]:
     watch = _Samples()
-    session = Session(spec, watch, suite=SUITE, target=target)
+    session = Session(spec, watch, suite=suite, target=target)
     anyio.run(session.run, backend=backend)
     return {s.case: s for s in watch.got}
 

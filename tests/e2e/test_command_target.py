@@ -19,8 +19,8 @@ from perfbench.export import load_run
 from tests.helpers import (
     CASES,
     alive,
-    cli,
     covered,
+    invoke,
     mock_model_calls,
     mock_process,
     write_suite,
@@ -41,7 +41,7 @@ def agent(name: str) -> str:
 
 
 def run(out: Path, target: str, *args: str, cases: Path = CASES / "answer.yaml") -> Any:
-    return cli("run", str(cases), "-t", target, "--runs", "1", "--warmup", "0", "-q",
+    return invoke("run", str(cases), "-t", target, "--runs", "1", "--warmup", "0", "-q",
                "--out", str(out), *args)  # fmt: skip
 
 

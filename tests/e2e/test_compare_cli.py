@@ -43,8 +43,10 @@ def make_run(
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("compare")
-    make_run(tmp, "fast", 20, "v1")
-    make_run(tmp, "slow", 60, "v2")  # TTFT ×3: every latency metric moves by ≥ 40 ms
+    # TTFT ×3: every latency metric moves by ≥ 100 ms. At 20 and 60 ms, a loaded machine's
+    # scheduling delay (tens of ms, on both sides) shrank the ratio and mixed the runs' order.
+    make_run(tmp, "fast", 50, "v1")
+    make_run(tmp, "slow", 150, "v2")
     return tmp
 
 
@@ -130,11 +132,13 @@ def test_what_differs_between_the_runs_is_said(tmp_path: Path) -> None:
 
 
 def test_a_threshold_breach_has_its_own_exit_code(runs: Path) -> None:
-    code, text = compare(runs, "v2", "--threshold", "ttft_p50<40ms", "--threshold", "error_rate<1%")
+    code, text = compare(
+        runs, "v2", "--threshold", "ttft_p50<100ms", "--threshold", "error_rate<1%"
+    )
     assert code == ExitCode.THRESHOLD == 5
-    assert "| `ttft_p50<40ms` |" in text and "❌ breached" in text
-    assert compare(runs, "v1", "--threshold", "ttft_p50<40ms")[0] == ExitCode.OK
-    assert compare(runs, "v1", "--threshold", "ttft_p50{case=ask}<40ms")[0] == ExitCode.OK
+    assert "| `ttft_p50<100ms` |" in text and "❌ breached" in text
+    assert compare(runs, "v1", "--threshold", "ttft_p50<100ms")[0] == ExitCode.OK
+    assert compare(runs, "v1", "--threshold", "ttft_p50{case=ask}<100ms")[0] == ExitCode.OK
     # A case the run does not have is a typo to fix, not a breach to report.
     typo = CliRunner().invoke(
         app,
@@ -201,7 +205,7 @@ def test_different_suites_are_refused_unless_forced(runs: Path, tmp_path: Path) 
 def test_a_side_can_pool_run_directories_by_pattern(runs: Path, tmp_path: Path) -> None:
     """Interleaved CI: one run per directory, baseline and candidate alternating."""
     for i in range(3):
-        for side, ttft in (("base", 20), ("cand", 60)):
+        for side, ttft in (("base", 50), ("cand", 150)):
             sub = tmp_path / f"{side}{i}"
             sub.mkdir()
             (sub / "suite.yaml").write_text(SUITE)

@@ -196,17 +196,19 @@ def _signalled(args: list[str], signum: int, delay: float) -> subprocess.Complet
     does first), send it ``signum``; wait for its end (10 s at most). Before the entry point
     runs (Python's start-up, then ``import perfbench``: 0.1 s, 0.6 s on a loaded machine)
     nothing of perfbench's can hold a signal: a test that signalled at a fixed time would
-    only measure the machine's load."""
+    only measure the machine's load. The wait for its end is as long as 20 such start-ups
+    (10 s at least): a run's clean stop at 1 s took longer than a fixed 10 s under load."""
     proc = subprocess.Popen(perfbench(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 10
-        while proc.poll() is None and time.monotonic() < deadline:
+        started = time.monotonic()
+        while proc.poll() is None and time.monotonic() < started + 60:
             if _caught(proc.pid, signal.SIGTERM):
                 break
             time.sleep(0.002)
+        start_up = time.monotonic() - started
         time.sleep(delay)
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=max(10.0, 20 * start_up))
     finally:
         proc.kill()
     return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from perfbench import store
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 HELD_S = 0.05
 
@@ -55,7 +55,7 @@ def run(tmp_path: Path, target: str, *extra: str) -> list[store.Sample]:
     """The run's samples; failed tasks are what some tests measure (--max-error-rate 1)."""
     out = tmp_path / "runs"
     args = ["run", str(CASES / "answer.yaml"), "-t", target, "-c", "4", "--runs", "1", *extra]
-    proc = cli(*args, "--repeat", "3", "--warmup", "0", "--out", str(out), "-q",
+    proc = invoke(*args, "--repeat", "3", "--warmup", "0", "--out", str(out), "-q",
                "--max-error-rate", "1")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     [run_dir] = list(out.iterdir())
@@ -80,7 +80,7 @@ def test_an_agent_that_is_down_is_a_connect_error(tmp_path: Path) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    refused = cli("run", str(CASES / "answer.yaml"), "-t", f"http+agent://127.0.0.1:{port}/run",
+    refused = invoke("run", str(CASES / "answer.yaml"), "-t", f"http+agent://127.0.0.1:{port}/run",
                   "--out", str(tmp_path / "first"), "-q")  # fmt: skip
     assert refused.returncode == 3 and "pre-flight: cannot connect to" in refused.stderr
     done = run(tmp_path, f"http+agent://127.0.0.1:{port}/run", "--no-preflight")

@@ -7,14 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfbench.stats.advice import advise
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 
 def test_the_header_counts_arrivals_and_the_headline_says_offered_and_achieved(
     tmp_path: Path,
 ) -> None:
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--rate", "20", "--duration",
-               "1.5", "--runs", "1", "--warmup", "0", "--out", str(tmp_path))  # fmt: skip
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--rate", "20",
+                  "--duration", "1.5", "--runs", "1", "--warmup", "0",
+                  "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "run 1: 30 tasks" in done.stderr  # 20/s for 1.5 s; one case in the suite
     said = " ".join(done.stdout.split())

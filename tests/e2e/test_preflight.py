@@ -12,7 +12,7 @@ import pytest
 from perfbench import api, store
 from perfbench.errors import TargetError
 from perfbench.spec import Plan, RunSpec, TargetSpec
-from tests.helpers import cli
+from tests.helpers import invoke
 
 CASE = "cases:\n  - {id: c, language: en, input: hi, timeout_s: 5}\n"
 
@@ -34,14 +34,14 @@ def test_a_target_that_is_down_fails_the_run_before_its_first_task(
     tmp_path: Path, closed_port: int
 ) -> None:
     url = f"http://127.0.0.1:{closed_port}/v1"
-    done = cli("run", str(_cases(tmp_path)), "-t", "openai/m", "--base-url", url,
+    done = invoke("run", str(_cases(tmp_path)), "-t", "openai/m", "--base-url", url,
                "--out", str(tmp_path / "runs"), "--runs", "1", "--warmup", "0")  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert "pre-flight: cannot connect to" in done.stderr and "--no-preflight" in done.stderr
     assert "Traceback" not in done.stderr
     [run_dir] = (tmp_path / "runs").iterdir()  # listed as refused, not as a failed measurement
     assert store.read_meta(run_dir)["status"] == "refused"
-    listed = cli("list", str(tmp_path / "runs"))
+    listed = invoke("list", str(tmp_path / "runs"))
     assert "refused" in listed.stdout and "failed" not in listed.stdout, listed.stdout
     spec = RunSpec.build([_cases(tmp_path)], TargetSpec("openai/m", base_url=url),
                          Plan(runs=1, warmup=0), out=tmp_path / "api")  # fmt: skip
@@ -56,14 +56,14 @@ def test_a_run_of_failures_exits_8_and_the_limit_is_the_users(
     target = ("-t", "openai/m", "--base-url", url, "--no-preflight", "--retries", "0")
     args = ("run", str(_cases(tmp_path)), *target, "--runs", "1", "--warmup", "0",
             "--out", str(tmp_path / "runs"))  # fmt: skip
-    failed = cli(*args)
+    failed = invoke(*args)
     assert failed.returncode == 8, failed.stderr
     assert "100% of the measured tasks failed" in failed.stdout + failed.stderr
-    assert cli(*args, "--max-error-rate", "1").returncode == 0
+    assert invoke(*args, "--max-error-rate", "1").returncode == 0
 
 
 def test_a_run_that_mostly_succeeds_exits_0(tmp_path: Path) -> None:
-    done = cli("run", str(_cases(tmp_path)), "-t", "mock:zero", "--runs", "1", "--warmup", "0",
+    done = invoke("run", str(_cases(tmp_path)), "-t", "mock:zero", "--runs", "1", "--warmup", "0",
                "--out", str(tmp_path / "runs"), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
 
@@ -73,8 +73,8 @@ def test_a_sweep_whose_lowest_level_failed_exits_8(tmp_path: Path, closed_port: 
     args = ("sweep", str(_cases(tmp_path)), "-t", "openai/m", "--base-url", url,
             "--no-preflight", "--retries", "0", "--concurrency", "1,2", "--runs", "1",
             "--warmup", "0", "--out", str(tmp_path / "sweeps"))  # fmt: skip
-    failed = cli(*args)
+    failed = invoke(*args)
     assert failed.returncode == 8, failed.stderr
     assert "at the lowest level (1) failed, above --max-error-rate 0.5" in failed.stdout
     assert "--resume" not in failed.stdout  # it was not interrupted: nothing to continue
-    assert cli(*args, "--max-error-rate", "1").returncode == 0
+    assert invoke(*args, "--max-error-rate", "1").returncode == 0

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 
 def test_a_short_server_scenario_run_is_stamped_invalid(tmp_path: Path) -> None:
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--scenario", "mlperf-server",
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock", "--scenario", "mlperf-server",
                "--slo", "mlperf:llama2-70b:server", "--rate", "20", "--duration", "1",
                "--warmup", "0", "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -29,23 +29,23 @@ def test_a_short_server_scenario_run_is_stamped_invalid(tmp_path: Path) -> None:
     assert meta["spec"]["scenario"] == "mlperf-server"
     assert meta["spec"]["plan"]["load"]["arrival"] == "poisson"
     assert meta["spec"]["plan"]["runs"] == 1  # the scenario's one run, unless --runs says
-    report = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    report = invoke("report", str(run_dir), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert ": scenario mlperf-server: INVALID" in text and "  - min_query_count: " in text
     # the early-stopping P99s beside the raw ones, or what an estimate needs (issue 42 item 2)
     assert "early-stopping P99 (99% confidence, runs pooled): latency none: needs 662 tasks" in text
     (run_dir / "summary.json").unlink()  # killed before writing it: stamped again
-    shown = cli("show", str(run_dir))
+    shown = invoke("show", str(run_dir))
     assert shown.returncode == 0 and "scenario mlperf-server: INVALID" in shown.stdout
 
 
 def test_the_scenario_needs_a_rate_and_a_preset(tmp_path: Path) -> None:
     base = ["run", str(CASES / "answer.yaml"), "-t", "mock", "--scenario", "mlperf-server",
             "--out", str(tmp_path)]  # fmt: skip
-    no_rate = cli(*base, "--slo", "mlperf:llama2-70b:server")
+    no_rate = invoke(*base, "--slo", "mlperf:llama2-70b:server")
     said = " ".join(no_rate.stderr.replace("│", " ").split())
     assert no_rate.returncode == 2 and "give their rate, --rate R" in said
-    no_slo = cli(*base, "--rate", "5")
+    no_slo = invoke(*base, "--rate", "5")
     said = " ".join(no_slo.stderr.replace("│", " ").split())
     assert no_slo.returncode == 2 and "add --slo mlperf:MODEL:server" in said

@@ -10,14 +10,14 @@ import socket
 from pathlib import Path
 
 from perfbench.engine.scraper import parse
-from tests.helpers import CASES, cli, mock_process
+from tests.helpers import CASES, invoke, mock_process
 
 RUN = ("--runs", "2", "--warmup", "0", "--scrape-interval", "0.2", "-c", "2")
 
 
 def test_the_mock_servers_metrics_are_scraped_during_the_run(tmp_path: Path) -> None:
     with mock_process("default") as url:
-        done = cli("run", str(CASES / "plan.yaml"), "-t", "openai/m", "--base-url", f"{url}/v1",
+        done = invoke("run", str(CASES / "plan.yaml"), "-t", "openai/m", "--base-url", f"{url}/v1",
                    "--server-metrics", f"{url}/metrics", *RUN, "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
@@ -32,7 +32,7 @@ def test_the_mock_servers_metrics_are_scraped_during_the_run(tmp_path: Path) -> 
     assert 1 <= running["max"] <= 2  # -c 2: at most 2 requests at once
     assert scraped["scrapes"] == len(lines) and scraped["failed"] == 0
     assert "server metrics:" in done.stdout and "vllm:num_requests_running" in done.stdout
-    report = cli("report", str(run_dir), "--out", str(tmp_path / "report"))
+    report = invoke("report", str(run_dir), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "report" / "report.md").read_text()
     assert "## Server metrics" in text and "vllm:num_requests_running" in text
@@ -42,7 +42,7 @@ def test_a_metrics_url_that_fails_is_recorded_and_the_run_goes_on(tmp_path: Path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock+http", "--server-metrics",
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock+http", "--server-metrics",
                f"http://127.0.0.1:{closed}/metrics", *RUN, "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
@@ -71,7 +71,7 @@ def test_a_resumed_runs_scrapes_are_on_the_runs_clock(tmp_path: Path) -> None:
     with mock_process("default") as url:
         args = ("-t", "openai/m", "--base-url", f"{url}/v1", "--server-metrics",
                 f"{url}/metrics")  # fmt: skip
-        done = cli("run", str(CASES / "plan.yaml"), *args, *RUN, "--out", str(tmp_path))
+        done = invoke("run", str(CASES / "plan.yaml"), *args, *RUN, "--out", str(tmp_path))
         assert done.returncode == 0, done.stderr
         (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
         meta = json.loads((run_dir / "meta.json").read_text())
@@ -82,7 +82,7 @@ def test_a_resumed_runs_scrapes_are_on_the_runs_clock(tmp_path: Path) -> None:
         (run_dir / "summary.json").unlink()
         metrics = run_dir / "server_metrics.jsonl"
         before = len(metrics.read_text().splitlines())
-        resumed = cli("run", "--resume", str(run_dir), "-q")
+        resumed = invoke("run", "--resume", str(run_dir), "-q")
     assert resumed.returncode == 0, resumed.stderr
     resumed_from = max(json.loads(line)["end"] for line in kept)
     lines = metrics.read_text().splitlines()
@@ -92,7 +92,7 @@ def test_a_resumed_runs_scrapes_are_on_the_runs_clock(tmp_path: Path) -> None:
 
 def test_a_sweep_scrapes_the_server_at_every_level(tmp_path: Path) -> None:
     with mock_process("default") as url:
-        done = cli("sweep", str(CASES / "answer.yaml"), "-t", "openai/m", "--base-url",
+        done = invoke("sweep", str(CASES / "answer.yaml"), "-t", "openai/m", "--base-url",
                    f"{url}/v1", "--server-metrics", f"{url}/metrics", "--scrape-interval", "0.2",
                    "--concurrency", "1,2", "--runs", "1", "--warmup", "0", "-q",
                    "--out", str(tmp_path))  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 PROFILE = """name: ttft600
 description: TTFT 600 ms on every request, 10 ms between tokens.
@@ -22,7 +22,7 @@ models:
 def test_a_preset_missed_on_ttft_is_said_with_its_p99_and_early_stopping(tmp_path: Path) -> None:
     profile = tmp_path / "ttft600.yaml"
     profile.write_text(PROFILE, encoding="utf-8")
-    done = cli("run", str(CASES / "answer.yaml"), "-t", f"mock:{profile}", "--slo",
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", f"mock:{profile}", "--slo",
                "mlperf:llama2-70b:interactive", "--runs", "1", "--warmup", "0", "-c", "8",
                "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -37,7 +37,7 @@ def test_a_preset_missed_on_ttft_is_said_with_its_p99_and_early_stopping(tmp_pat
 
 
 def test_slo_list_names_each_preset_with_its_source() -> None:
-    done = cli("slo", "list")
+    done = invoke("slo", "list")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     at = lines.index("mlperf:llama2-70b:interactive: ttft ≤ 450 ms, tpot ≤ 40 ms at P99")
@@ -47,7 +47,7 @@ def test_slo_list_names_each_preset_with_its_source() -> None:
 
 
 def test_a_limit_without_a_unit_is_a_usage_error(tmp_path: Path) -> None:
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock", "--slo", "ttft<500",
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock", "--slo", "ttft<500",
                "--out", str(tmp_path))  # fmt: skip
     said = " ".join(done.stderr.replace("│", " ").split())
     assert done.returncode == 2 and "give the limit a unit, as in ttft<500ms or ttft<500s" in said

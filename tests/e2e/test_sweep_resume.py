@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from perfbench.store.sweeps import resumable
-from tests.helpers import CASES, cli, perfbench
+from tests.helpers import CASES, invoke, perfbench
 
 PROFILE = """
 name: quick
@@ -42,7 +42,7 @@ def test_kill_9_mid_sweep_then_resume_keeps_finished_levels(tmp_path: Path) -> N
     [sweep] = list((tmp_path / "runs").iterdir())
     assert not (sweep / "sweep.json").exists()
     first = (sweep / "level-1" / "samples.jsonl").read_bytes()
-    done = cli("sweep", "--resume", str(sweep))
+    done = invoke("sweep", "--resume", str(sweep))
     assert done.returncode == 0, done.stderr
     assert (sweep / "level-1" / "samples.jsonl").read_bytes() == first  # not measured again
     levels = json.loads((sweep / "sweep.json").read_text())["levels"]
@@ -52,7 +52,7 @@ def test_kill_9_mid_sweep_then_resume_keeps_finished_levels(tmp_path: Path) -> N
         keys = [(d["phase"], d["run"], d["case"], d["iteration"]) for d in map(json.loads, lines)]
         assert len(keys) == len(set(keys)) == 4 * 4 * 2, level  # 4 cases × 4 repeats × 2 runs
     assert json.loads((sweep / "sweep-plan.json").read_text())["status"] == "completed"
-    again = cli("sweep", "--resume", str(sweep))
+    again = invoke("sweep", "--resume", str(sweep))
     assert again.returncode == 3 and "complete; nothing to resume" in again.stderr
 
 

@@ -13,7 +13,7 @@ from perfbench.apis.openai_chat import OpenAIChat
 from perfbench.suite import Case
 from perfbench.targets.registry import resolve
 from perfbench.targets.target_spec import TargetSpec
-from tests.helpers import cli
+from tests.helpers import invoke
 
 SPEC = "input=64,output=24,n=6,seed=3"
 WARNING = "cases got another output length than they asked"
@@ -30,7 +30,7 @@ def _samples(out: Path) -> tuple[dict[str, object], list[dict[str, object]]]:
 def test_the_mock_server_produces_exactly_the_output_asked(tmp_path: Path, api: str) -> None:
     """Over the Responses API the mock answered 36 of 128 tokens asked, and the warning blamed
     "the server": the length was never asked (max_output_tokens) and the mock took no extras."""
-    done = cli("run", "--synthetic", SPEC, "-t", "mock+http", "--api", api, "--runs", "1",
+    done = invoke("run", "--synthetic", SPEC, "-t", "mock+http", "--api", api, "--runs", "1",
                "--warmup", "0", "--out", str(tmp_path), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     meta, samples = _samples(tmp_path)
@@ -41,7 +41,7 @@ def test_the_mock_server_produces_exactly_the_output_asked(tmp_path: Path, api: 
 
 def test_a_server_that_ignores_the_length_is_warned_about(tmp_path: Path) -> None:
     # The in-process mock answers with its profile's lengths, as a hosted API ends its answer.
-    done = cli("run", "--synthetic", SPEC, "-t", "mock", "--runs", "1", "--warmup", "0",
+    done = invoke("run", "--synthetic", SPEC, "-t", "mock", "--runs", "1", "--warmup", "0",
                "--out", str(tmp_path), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     _, samples = _samples(tmp_path)

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from perfbench.stats import tokens
-from tests.helpers import cli, serving
+from tests.helpers import invoke, serving
 
 ANSWER = ["word "] * 12  # 12 tokens by the test server's tokenizer: one a word
 
@@ -63,16 +63,16 @@ def _server(overstate: float, burst: bool, count: Callable[[str], int] = _words)
 
 
 def _verify(url: str, model: str = "llama-test") -> tuple[int, dict[str, str], str]:
-    done = cli("verify", "-t", f"openai/{model}", "--base-url", f"{url}/v1", "--json")
+    done = invoke("verify", "-t", f"openai/{model}", "--base-url", f"{url}/v1", "--json")
     doc = json.loads(done.stdout)
     return done.returncode, {c["key"]: c["verdict"] for c in doc["checks"]}, done.stderr
 
 
 def test_verify_against_the_built_in_mock_passes() -> None:
-    done = cli("verify")
+    done = invoke("verify")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verify: every judged figure is within its bar" in " ".join(done.stdout.split())
-    doc = json.loads(cli("verify", "--json").stdout)
+    doc = json.loads(invoke("verify", "--json").stdout)
     verdicts = {c["key"]: c["verdict"] for c in doc["checks"]}
     assert doc["passed"] and "fail" not in verdicts.values()
     judged = ("input_tokens", "output_tokens_asked", "output_tokens_counted", "streaming",
@@ -99,7 +99,7 @@ def test_a_server_past_a_bar_fails_naming_that_row(
 
 def test_the_table_names_the_failed_row() -> None:
     with serving(_server(1.2, False)) as url:
-        done = cli("verify", "-t", "openai/llama-test", "--base-url", f"{url}/v1")
+        done = invoke("verify", "-t", "openai/llama-test", "--base-url", f"{url}/v1")
     said = " ".join(done.stdout.split())
     assert done.returncode == 5
     assert "verify: failed: input tokens: usage vs the server's /tokenize" in said

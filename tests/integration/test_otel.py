@@ -22,7 +22,7 @@ from perfbench import otel, store
 from perfbench.errors import PerfbenchError
 from perfbench.sample import Sample
 from perfbench.spec import Plan
-from tests.helpers import CASES, cli, failing_priced_run
+from tests.helpers import CASES, failing_priced_run, invoke
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -190,12 +190,12 @@ def test_an_endpoint_that_refuses_is_perfbenchs_error(run_dir: Path) -> None:
 
 
 def test_export_command_writes_otlp_json_and_refuses_a_run_file(run_dir: Path) -> None:
-    done = cli("export", str(run_dir), "--format", "otlp-json")
+    done = invoke("export", str(run_dir), "--format", "otlp-json")
     assert done.returncode == 0, done.stderr
     assert list(otel.spans_of((run_dir / "otlp.jsonl").read_text().splitlines()))
-    refused = cli("export", str(run_dir), "-f", "otlp-json", "-o", str(run_dir / "meta.json"))
+    refused = invoke("export", str(run_dir), "-f", "otlp-json", "-o", str(run_dir / "meta.json"))
     assert refused.returncode != 0 and "one of the run's own files" in refused.stderr
-    bad = cli("export", str(run_dir), "--otlp", "localhost:4318")
+    bad = invoke("export", str(run_dir), "--otlp", "localhost:4318")
     assert bad.returncode == 2 and "OTLP/HTTP address" in bad.stderr
     assert "Traceback" not in refused.stderr
 
@@ -204,7 +204,7 @@ def test_run_with_otlp_sends_its_tasks_after_the_run(
     tmp_path: Path, receiver: tuple[str, type[_Receiver]]
 ) -> None:
     url, got = receiver
-    done = cli("run", str(CASES / "lookup.yaml"), "-t", "mock", "--runs", "1", "--warmup", "0",
+    done = invoke("run", str(CASES / "lookup.yaml"), "-t", "mock", "--runs", "1", "--warmup", "0",
                "--out", str(tmp_path), "--otlp", url, "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = tmp_path.iterdir()

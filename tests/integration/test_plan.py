@@ -58,6 +58,7 @@ def test_the_planned_runs_catch_the_planned_change_90_times_in_100(
     assert caught >= 90, (planned(metric, effect), caught)
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 @pytest.mark.parametrize(("metric", "effect"), [("p95", 0.20), ("p50", 0.20)])
 def test_the_same_code_at_the_planned_size_raises_at_most_5_false_alarms_in_100(
     metric: str, effect: float

@@ -16,7 +16,7 @@ from perfbench.errors import StoreError
 from perfbench.spec import Plan, RunSpec, TargetSpec
 from perfbench.stats import planning
 from perfbench.stats.compare import METRICS, Rules
-from tests.helpers import cli
+from tests.helpers import invoke
 
 CASE = "cases:\n  - {id: c, language: en, input: hi, timeout_s: 5}\n"
 
@@ -137,15 +137,15 @@ def test_more_runs_extends_until_the_verdict_stops_and_records_it(
 
 def test_the_flag_end_to_end(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(CASE)
-    done = cli("run", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "auto",
+    done = invoke("run", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "auto",
                "--repeat", "2", "--out", str(tmp_path / "runs"), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "--runs auto" in done.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
     meta = json.loads((run_dir / "meta.json").read_text())
     assert meta["runs_auto"]["runs"] == meta["plan"]["runs"] >= 5
-    bad = cli("run", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "0")
+    bad = invoke("run", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "0")
     assert bad.returncode == 2 and "--runs takes a positive number" in bad.stderr
-    sweep = cli("sweep", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "auto",
+    sweep = invoke("sweep", str(tmp_path / "s.yaml"), "-t", "mock:zero", "--runs", "auto",
                 "--concurrency", "1,2")  # fmt: skip
     assert sweep.returncode == 2 and "--runs auto is for run" in sweep.stderr

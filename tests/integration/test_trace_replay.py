@@ -12,7 +12,7 @@ from perfbench import api, store
 from perfbench.load import Rate
 from perfbench.load.trace import TraceError, read
 from perfbench.spec import Plan, RunSpec, TargetSpec
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 TRACE = [{"timestamp": 5000}, {"timestamp": 5100, "input_length": 7}, {"timestamp_s": 5.15},
          {"timestamp": 5500}, {"timestamp": 6000}]  # fmt: skip
@@ -56,7 +56,7 @@ def test_each_pass_replays_the_trace_at_its_times(tmp_path: Path) -> None:
 
 def test_the_flag_refuses_a_second_load_shape(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", TRACE)
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--trace", str(path),
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--trace", str(path),
                "--rate", "5", "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode == 2 and "--trace replays its own arrivals" in done.stderr
 
@@ -91,7 +91,7 @@ def test_a_shaped_trace_makes_prompts_of_its_lengths_sharing_its_blocks(tmp_path
 
 def test_a_shaped_trace_runs_with_no_cases_one_case_per_arrival(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", SHAPED)
-    done = cli("run", "--trace", str(path), "-t", "mock+http", "--runs", "1", "--warmup", "0",
+    done = invoke("run", "--trace", str(path), "-t", "mock+http", "--runs", "1", "--warmup", "0",
                "--out", str(tmp_path / "runs"), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -109,10 +109,10 @@ def test_lengths_are_not_used_with_cases_and_a_trace_without_them_needs_cases(
     tmp_path: Path,
 ) -> None:
     shaped = _write(tmp_path / "shaped.jsonl", SHAPED)
-    done = cli("run", str(CASES / "answer.yaml"), "--trace", str(shaped), "-t", "mock:zero",
+    done = invoke("run", str(CASES / "answer.yaml"), "--trace", str(shaped), "-t", "mock:zero",
                "--runs", "1", "--warmup", "0", "--out", str(tmp_path / "runs"), "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "which is not used when cases are given" in " ".join(done.stderr.split())
     bare = _write(tmp_path / "bare.jsonl", [{"timestamp": 0}, {"timestamp": 5}])
-    done = cli("run", "--trace", str(bare), "-t", "mock:zero", "--out", str(tmp_path / "r2"))
+    done = invoke("run", "--trace", str(bare), "-t", "mock:zero", "--out", str(tmp_path / "r2"))
     assert done.returncode != 0 and "its lines give no input_length" in done.stderr

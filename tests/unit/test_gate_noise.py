@@ -82,6 +82,7 @@ def test_a_a_at_the_demo_suites_noise_fails_at_most_5_of_100_even_strict() -> No
     assert before >= 10  # the fixture is as noisy as the issue says
 
 
+@pytest.mark.slow  # make test-slow: 100 seeded comparisons
 def test_a_20_percent_slowdown_at_that_noise_is_caught_95_times_in_100() -> None:
     slower = {k: 1.2 for k in ("p50", "p95", "p99", "mean", "ttft_p50", "ttft_p95")}
     slower["throughput"] = 1 / 1.2
