@@ -105,6 +105,7 @@ bench: $(STAMP) ## benchmarks: harness overhead and memory, mock server under wr
 	$(PY) tests/bench/client_figures.py
 	$(PY) tests/bench/client_cost.py
 	$(PY) tests/bench/memory_1m.py
+	$(PY) tests/bench/reader_memory.py
 	$(PY) tests/bench/report_scale.py
 	$(PY) tests/bench/rate_limits.py
 	$(PY) tests/bench/proxy_overhead.py --proxy-core 0

@@ -268,9 +268,7 @@ class Session:
                 f"{run_dir} was measured with another version of the suite (digest "
                 f"{meta['suite']['digest'][:12]}, now {self.suite.digest[:12]}); start a new run"
             )
-        resume, kept = Resume.read(run_dir, self.suite, self.plan)
-        for sample in kept:
-            self.summarizer.add(sample)
+        resume = Resume.read(run_dir, self.suite, self.plan, self.summarizer.add)
         meta["status"] = "running"
         meta["owner"] = store.owner()
         # The plan as it runs now: the same as started, unless `api.extend` added runs.

@@ -41,6 +41,7 @@ from perfbench.store.files import (
     write_json,
 )
 from perfbench.store.lock import Lock, lock
+from perfbench.store.tasks import TaskKey, TaskSet
 
 if TYPE_CHECKING:
     from perfbench.stats.summary import Summary
@@ -55,6 +56,8 @@ __all__ = [
     "Reserve",
     "RunInfo",
     "SampleWriter",
+    "TaskKey",
+    "TaskSet",
     "list_runs",
     "lock",
     "make_dir",
@@ -186,7 +189,8 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
 
     timeouts = {c["id"]: c["timeout_s"] for c in meta["suite"]["cases"]}
     slo = (meta.get("spec") or {}).get("slo")
-    summary = summarize(unique_samples(run_dir), timeouts, parse(slo) if slo else None)
+    samples = unique_samples(run_dir, timeouts)
+    summary = summarize(samples, timeouts, parse(slo) if slo else None)
     if (meta.get("spec") or {}).get("scenario"):  # run --scenario: its stamp, made again
         from perfbench.spec import RunSpec
 
@@ -194,21 +198,23 @@ def read_summary(run_dir: Path, meta: Mapping[str, Any]) -> Summary:
     return summary
 
 
-def unique_samples(run_dir: Path) -> Iterator[Sample]:
+def unique_samples(run_dir: Path, cases: Iterable[str] = ()) -> Iterator[Sample]:
     """``read_samples`` with each task once, as ``--resume`` keeps it (``unique``)."""
-    return unique(read_samples(run_dir))
+    return unique(read_samples(run_dir), cases)
 
 
-def unique(samples: Iterable[Sample]) -> Iterator[Sample]:
+def unique(samples: Iterable[Sample], cases: Iterable[str] = ()) -> Iterator[Sample]:
     """Each task once, its first line kept: a line found twice (pasted twice, or appended by
     two processes before run directories were locked) would otherwise count twice in every
     statistic. A task cancelled by a Ctrl-C and run again on ``--resume`` has two lines, the
-    cancelled attempt (kept for the 429s it was answered) and the finished one: both count."""
-    seen: set[tuple[tuple[str, int, str, int], bool]] = set()
+    cancelled attempt (kept for the 429s it was answered) and the finished one: both count.
+    ``cases``, the run's case ids, lets the tasks seen be kept as bits (``TaskSet``): a
+    million samples read back no longer hold a million keys."""
+    names = list(cases)
+    finished, cancelled = TaskSet(names), TaskSet(names)
     for sample in samples:
-        key = sample.key, sample.status == "cancelled"
-        if key not in seen:
-            seen.add(key)
+        seen = cancelled if sample.status == "cancelled" else finished
+        if seen.add(sample.key):
             yield sample
 
 

@@ -254,6 +254,38 @@ def test_export_round_trips(run: Run, tmp_path: Path, fmt: Any) -> None:
     assert got == want
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_export_written_chunk_by_chunk_is_the_whole_frame_s(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: Any
+) -> None:
+    """export never holds the whole frame (830 MB at 10^6 samples): it writes chunk by chunk,
+    a Parquet row group each. The file must be the one frame's, categories and all."""
+    whole = run.samples("all")
+    monkeypatch.setattr(export_module, "_CHUNK", 7)  # many chunks, different cases in each
+    out = export(run, fmt, tmp_path / f"s.{fmt}", phase="all")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        assert pq.ParquetFile(out).metadata.num_row_groups == math.ceil(len(whole) / 7)
+        pd.testing.assert_frame_equal(pd.read_parquet(out), whole)
+    elif fmt == "csv":  # byte for byte what one frame writes
+        assert out.read_text() == whole.to_csv(index=False)
+    else:
+        assert records(read_back(fmt, out)) == records(whole)
+
+
+def test_categories_are_the_suite_s_cases_also_those_without_a_sample(copy: Path) -> None:
+    """Chunked, the categories cannot wait for the last row: they are meta.json's cases (a
+    run's frames then have the same categories whatever their phase or chunking)."""
+    lines = (copy / store.SAMPLES).read_bytes().splitlines(keepends=True)
+    first = json.loads(lines[0])["case"]
+    (copy / store.SAMPLES).write_bytes(b"".join(x for x in lines if json.loads(x)["case"] != first))
+    frame = load_run(copy).samples("all")
+    cases = [c["id"] for c in load_run(copy).meta["suite"]["cases"]]
+    assert list(frame["case"].cat.categories) == sorted(cases)
+    assert first not in set(frame["case"])
+
+
 def test_json_is_one_record_per_line(run: Run, tmp_path: Path) -> None:
     out = export(run, "json", tmp_path / "s.json")
     lines = out.read_text().splitlines()

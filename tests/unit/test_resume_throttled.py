@@ -32,7 +32,8 @@ def test_a_task_cancelled_in_backoff_keeps_its_429s_and_runs_again(tmp_path: Pat
     suite = load_suite([CASES / "answer.yaml"])
     case = suite.cases[0].id
     _write(tmp_path, [_sample("other", throttled=1), _sample(case, "cancelled", throttled=2)])
-    resume, kept = Resume.read(tmp_path, suite, Plan(runs=1, warmup=0))
+    kept: list[Sample] = []
+    resume = Resume.read(tmp_path, suite, Plan(runs=1, warmup=0), kept.append)
     assert ("measured", 0, case, 0) not in resume.done  # it runs again
     assert ("measured", 0, "other", 0) in resume.done
     rerun = _sample(case)  # the server's window has passed: no 429 this time
