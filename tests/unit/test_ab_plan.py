@@ -99,3 +99,16 @@ def test_ab_takes_compare_s_gate_flags_as_they_are() -> None:
         assert ours.param_decls == theirs.param_decls and ours.help == theirs.help
         assert ours.rich_help_panel == "Gate (as perfbench compare)"
         assert theirs.rich_help_panel != ours.rich_help_panel  # compare's own stays as it was
+
+
+@pytest.mark.parametrize(
+    ("suite", "repeat"),
+    [("cases", 2), ("cases/answer.yaml", 8), ("cases/answer.yaml cases/plan.yaml", 4)],
+)
+def test_the_default_repeat_makes_32_tasks_a_run_and_at_least_two_passes(
+    suite: str, repeat: int
+) -> None:
+    """Issue 36: 16 demo cases need 2 passes, 4 need 8 (their run's jitter averaged over 32
+    tasks, and 20+ for a P95), 8 need 4."""
+    root = Path(ab.__file__).parents[1]
+    assert ab_cli._default_repeat([root / p for p in suite.split()]) == repeat
