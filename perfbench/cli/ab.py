@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import math
 import os
 import signal
 import time
@@ -30,6 +31,7 @@ from perfbench.cli.app import ExitCode, app
 from perfbench.cli.options import Flag, Flags, shared
 from perfbench.cli.output import err, errors, warning, write_text
 from perfbench.errors import AbError
+from perfbench.suite import load_suite
 
 _GATE_PANEL = "Gate (as perfbench compare)"
 # compare's parameters that ab sets itself: the two sides, the run folder, the Markdown file
@@ -43,6 +45,14 @@ _MIN_ROUNDS = 5
 # The default: 5 runs a side flag a threshold-sized change 4 times in 5 only at 1–2%
 # run-to-run noise; 8 do it up to 3% (stats.power.sensitivity), a quiet runner's noise.
 _DEFAULT_ROUNDS = 8
+# The default --repeat: enough passes for this many tasks a run, and at least 2. A task's
+# timing jitters with the machine's load; a run's figures average it out as 1/sqrt(tasks).
+# Measured (A/A ab, every run seeded alike, docs/ci.md): the 16-case demo suite at 16 tasks a
+# run left TTFT P50's run-to-run CV at 3.3% (load average 10), just beyond the ~3% that 8
+# rounds can tell from a 10% change; cases/answer.yaml at 8 tasks a run had CVs up to 8.8%
+# (load 15, a CPU hog). 32 tasks also give a run's P95 the 20 it needs.
+_TASKS_A_RUN = 32
+_LEAST_REPEAT = 2
 # The command's own options, in two --help panels (the gate's are compare's own, above).
 _side_option = functools.partial(typer.Option, rich_help_panel="Sides")
 _run_option = functools.partial(typer.Option, rich_help_panel="Run (each side, as perfbench run)")
@@ -168,6 +178,16 @@ ExtraOpt = Annotated[
 ]
 
 
+RepeatOpt = Annotated[
+    int | None,
+    _run_option(
+        min=1,
+        help=f"Executions of each case per pass (default: enough for {_TASKS_A_RUN} tasks "
+        f"a run, at least {_LEAST_REPEAT}: a run averages the machine's jitter over them).",
+    ),
+]
+
+
 @app.command("ab")
 @shared(GATE)
 def ab(
@@ -176,7 +196,7 @@ def ab(
     candidate: CandidateOpt = lib.WORKING_TREE,
     cases: CasesOpt = None,
     rounds: RoundsOpt = _DEFAULT_ROUNDS,
-    repeat: Annotated[int, _run_option(min=1, help="Executions of each case per pass.")] = 1,
+    repeat: RepeatOpt = None,
     warmup: WarmupOpt = 1,
     concurrency: shape.ConcurrencyOpt = 1,
     pythonpath: PythonpathOpt = None,
@@ -210,15 +230,16 @@ def ab(
         )
     with errors(), _cleanup_on_sigterm():
         lib.check_extra(extra or [])
-        run_args = [
-            "-t", target, "--repeat", str(repeat), "--warmup", str(warmup),
-            "-c", str(concurrency), *(extra or []),
-        ]  # fmt: skip
         out = _new_folder(out_dir)
         refs: dict[lib.SideName, str] = {"baseline": baseline, "candidate": candidate}
         with lib.checkouts(lib.repository(Path.cwd()), refs) as sides:
             suite = lib.copy_suite(cases or [Path("cases")], sides["candidate"], out / "suite")
             _say_sides(sides, out)
+            repeat = repeat or _default_repeat(suite)
+            run_args = [
+                "-t", target, "--repeat", str(repeat), "--warmup", str(warmup),
+                "-c", str(concurrency), *(extra or []),
+            ]  # fmt: skip
             env = {n: lib.side_env(s, os.environ, pythonpath or ["."]) for n, s in sides.items()}
             if setup:
                 _set_up(sides, env, setup, run_timeout)
@@ -235,6 +256,19 @@ def ab(
                 _measure(sides, env, suite, out, slots, run_args, run_timeout, lib.CONFIRM)
     err.print(f"Measured in {time.monotonic() - started:.0f} s; runs in [bold]{out}[/]")
     _gate(sides, out, (rounds, more if confirming else 0), summary, flags)
+
+
+def _default_repeat(suite: list[Path]) -> int:
+    """--repeat when none is given: ``_TASKS_A_RUN`` tasks a run, at least ``_LEAST_REPEAT``
+    passes (said on stderr, with the flag that changes it)."""
+    per_pass = load_suite(suite).per_pass(1)
+    repeat = max(_LEAST_REPEAT, math.ceil(_TASKS_A_RUN / per_pass))
+    err.print(
+        f"--repeat {repeat}: {repeat * per_pass} tasks a run ({per_pass} a pass); give "
+        "--repeat to choose",
+        highlight=False,
+    )
+    return repeat
 
 
 def _regressed(out: Path, flags: Flags) -> bool:

@@ -4,18 +4,19 @@ A CPU hog (a busy Python loop, one process: one core) runs beside every `ab`. In
 git repository holding the tiny agent of tests/e2e/test_ab.py (a sleep a task, `--sleep`,
 100 ms: at 25 ms a loaded machine's scheduling delay is as large as the slowdown):
 
-1. A/A: `ab --baseline HEAD` (the working tree is the same code), default rounds and
-   confirmation. The issue asks for exit 0 in at least 9 of 10.
+1. A/A: `ab --baseline HEAD` (the working tree is the same code), ab's default rounds,
+   repeat and confirmation. The issue asks for exit 0 in at least 9 of 10.
 2. 30% slower: a commit whose agent sleeps 30% more; the issue asks for exit 4 in 10 of 10.
 
 Each `ab` is bounded (--timeout, default 900 s); the hog is killed on the way out.
 
-Usage: python tests/bench/ab_under_load.py FOLDER [--pairs 10] [--rounds 8] [--timeout 900]
+Usage: python tests/bench/ab_under_load.py FOLDER [--pairs 10] [--rounds N] [--timeout 900]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -31,24 +32,29 @@ from tests.helpers import perfbench
 HOG = "while True: pass"
 
 
-def ab(repo: Path, baseline: str, candidate: str, rounds: int, timeout: float) -> int:
+def ab(repo: Path, baseline: str, candidate: str, rounds: list[str], timeout: float) -> str:
+    """One `ab`'s exit code and outcome ("0 pass", "4 regression", "-1 timeout")."""
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])  # the perfbench under test
     cmd = perfbench("ab", "--baseline", baseline, "--candidate", candidate,
-                    "-t", "python:agent:run", "--repeat", "4", "--rounds", str(rounds))  # fmt: skip
+                    "-t", "python:agent:run", "--json", *rounds)  # fmt: skip
     try:
         done = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True,
                               timeout=timeout)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return -1
-    return done.returncode
+        return "-1 timeout"
+    try:
+        outcome = json.loads(done.stdout)["outcome"]
+    except (ValueError, KeyError):
+        outcome = "no verdict"
+    return f"{done.returncode} {outcome}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", type=Path)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, help="default: ab's own (and its --repeat)")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--sleep", type=float, default=0.1)
     args = parser.parse_args()
@@ -56,22 +62,30 @@ def main() -> None:
     repo, _ = new_repo(args.folder / f"repo-{int(time.time())}")
     first = commit(repo, {"agent.py": AGENT.format(seconds=args.sleep)}, "base")
     slower = commit(repo, {"agent.py": AGENT.format(seconds=args.sleep * 1.3)}, "slower")
+    rounds = [] if args.rounds is None else ["--rounds", str(args.rounds)]
     hog = subprocess.Popen([sys.executable, "-c", HOG])
-    codes: dict[str, Counter[int]] = {"A/A": Counter(), "30% slower": Counter()}
+    codes: dict[str, Counter[str]] = {"A/A": Counter(), "30% slower": Counter()}
     started = time.monotonic()
+    loads: list[float] = []
     try:
         for i in range(args.pairs):
-            codes["A/A"][ab(repo, first, first, args.rounds, args.timeout)] += 1
-            codes["30% slower"][ab(repo, first, slower, args.rounds, args.timeout)] += 1
-            print(f"pair {i + 1}/{args.pairs}: {dict(codes['A/A'])} {dict(codes['30% slower'])}",
-                  flush=True)  # fmt: skip
+            for name, candidate in (("A/A", first), ("30% slower", slower)):
+                t0 = time.monotonic()
+                codes[name][ab(repo, first, candidate, rounds, args.timeout)] += 1
+                loads.append(os.getloadavg()[0])
+                print(f"pair {i + 1}/{args.pairs} {name}: {time.monotonic() - t0:.0f} s, "
+                      f"load {loads[-1]:.1f}, {dict(codes[name])}", flush=True)  # fmt: skip
     finally:
         hog.kill()
         hog.wait()
-    load = os.getloadavg()[0]
-    print(f"{args.pairs} pairs in {time.monotonic() - started:.0f} s, load average {load:.1f}")
+    took = time.monotonic() - started
+    print(
+        f"{args.pairs} pairs in {took:.0f} s ({took / max(len(loads), 1):.0f} s an ab), "
+        f"load average (1 min) after each ab: {min(loads, default=0):.1f}–"
+        f"{max(loads, default=0):.1f}, mean {sum(loads) / max(len(loads), 1):.1f}"
+    )
     for name, counter in codes.items():
-        print(f"{name}: exit codes {dict(sorted(counter.items()))}")
+        print(f"{name}: {dict(sorted(counter.items()))}")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def new_repo(path: Path) -> tuple[Path, str]:
 
 
 def ab(
-    repo: Path, *args: str, env: dict[str, str] | None = None
+    repo: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """`perfbench ab` in a child process started in ``repo``, bounded in time (20 s idle here;
     over 90 s at load average 7 with a CPU hog on one core, and confirmation doubles the rounds).
@@ -84,7 +84,7 @@ def ab(
     base = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTHONPATH")}
     base["PYTHONPATH"] = str(Path(perfbench_package.__file__).parents[1])
     return subprocess.run(
-        perfbench("ab", *args), cwd=repo, capture_output=True, text=True, timeout=300,
+        perfbench("ab", *args), cwd=repo, capture_output=True, text=True, timeout=timeout,
         env={**base, **(env or {})},
     )  # fmt: skip
 
@@ -234,7 +234,7 @@ def test_the_action_s_script_passes_quoted_gate_flags_and_the_exit_code_on(
     }  # fmt: skip
     done = subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,  # 4 child runs
     )  # fmt: skip
     assert done.returncode == 0, done.stderr  # the step records the code; the last one exits
     outputs = dict(line.split("=", 1) for line in files["output"].read_text().splitlines())

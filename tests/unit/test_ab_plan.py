@@ -33,15 +33,24 @@ def test_confirmation_rounds_go_on_from_the_last_round_alternating_the_same_way(
     assert command[command.index("--label") + 1] == "baseline-confirm"
 
 
-def test_a_run_is_one_measured_pass_labelled_with_its_side_and_seeded_by_its_round() -> None:
+def test_a_run_is_one_measured_pass_labelled_with_its_side_and_seeded_as_every_other() -> None:
+    """Common random numbers (issue 36): every round of both sides has the same seed, so a
+    simulated model draws the same values in all of them, and the runs differ by the code and
+    the machine only; a --seed given after `--` comes last, and the last one counts."""
     command = ab.run_command(
         [Path("/t/suite/0/cases")], ab.Slot(3, "candidate"), Path("/t/runs"), ["-t", "x"]
     )
     assert command[:4] == [sys.executable, "-m", "perfbench", "run"]
     assert command[4:] == [
-        "/t/suite/0/cases", "--runs", "1", "--seed", "3", "--label", "candidate",
+        "/t/suite/0/cases", "--runs", "1", "--seed", "1", "--label", "candidate",
         "--out", "/t/runs", "-q", "-t", "x",
     ]  # fmt: skip
+    seeds = {
+        tuple(ab.run_command([Path("/s")], slot, Path("/o"), ["--seed", "7"], suffix))
+        for slot in ab.schedule(8) for suffix in ("", ab.CONFIRM)
+    }  # fmt: skip
+    assert {c[c.index("--seed") + 1] for c in seeds} == {"1"}
+    assert all(c[-2:] == ("--seed", "7") for c in seeds)
 
 
 def test_the_side_s_folders_come_first_on_the_import_path() -> None:
@@ -90,3 +99,16 @@ def test_ab_takes_compare_s_gate_flags_as_they_are() -> None:
         assert ours.param_decls == theirs.param_decls and ours.help == theirs.help
         assert ours.rich_help_panel == "Gate (as perfbench compare)"
         assert theirs.rich_help_panel != ours.rich_help_panel  # compare's own stays as it was
+
+
+@pytest.mark.parametrize(
+    ("suite", "repeat"),
+    [("cases", 2), ("cases/answer.yaml", 8), ("cases/answer.yaml cases/plan.yaml", 4)],
+)
+def test_the_default_repeat_makes_32_tasks_a_run_and_at_least_two_passes(
+    suite: str, repeat: int
+) -> None:
+    """Issue 36: 16 demo cases need 2 passes, 4 need 8 (their run's jitter averaged over 32
+    tasks, and 20+ for a P95), 8 need 4."""
+    root = Path(ab.__file__).parents[1]
+    assert ab_cli._default_repeat([root / p for p in suite.split()]) == repeat
