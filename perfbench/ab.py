@@ -13,6 +13,7 @@ edges (``repository``, ``checkouts``, ``run_once``)."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -60,6 +61,28 @@ class Slot:
 
     round: int  # from 1
     side: SideName
+
+
+# With 4 runs a side the exact rank test's smallest p is 1/70 = 0.014, above alpha / 9 (a
+# change in one of the 9 gated metrics that vary on the demo suite): 5 is the least that can.
+MIN_ROUNDS = 5
+# The default: 5 runs a side flag a threshold-sized change 4 times in 5 only at 1–2%
+# run-to-run noise; 8 do it up to 3% (stats.power.sensitivity), a quiet runner's noise.
+DEFAULT_ROUNDS = 8
+# The default --repeat: enough passes for this many tasks a run, and at least 2. A task's
+# timing jitters with the machine's load; a run's figures average it out as 1/sqrt(tasks).
+# Measured (A/A ab, every run seeded alike, docs/ci.md): the 16-case demo suite at 16 tasks a
+# run left TTFT P50's run-to-run CV at 3.3% (load average 10), just beyond the ~3% that 8
+# rounds can tell from a 10% change; cases/answer.yaml at 8 tasks a run had CVs up to 8.8%
+# (load 15, a CPU hog). 32 tasks also give a run's P95 the 20 it needs.
+TASKS_A_RUN = 32
+LEAST_REPEAT = 2
+
+
+def default_repeat(per_pass: int) -> int:
+    """``ab``'s --repeat when none is given: ``TASKS_A_RUN`` tasks a run of a suite with
+    ``per_pass`` tasks a pass, and at least ``LEAST_REPEAT`` passes."""
+    return max(LEAST_REPEAT, math.ceil(TASKS_A_RUN / per_pass))
 
 
 CONFIRM = "-confirm"  # the label suffix of the confirmation rounds' runs

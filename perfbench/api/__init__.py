@@ -315,10 +315,10 @@ async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
     the process at once."""
     hurry = anyio.CancelScope()
     hurried: list[int] = []
+    interrupts = Interrupts()
     async with anyio.create_task_group() as tg:
 
         async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-            interrupts = Interrupts()
             with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 task_status.started()
                 async for received in signals:
@@ -337,6 +337,11 @@ async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
         result = None
         with hurry:
             result = await work.run()
+        # A stop can end the work within milliseconds; the same interrupt's second signal
+        # (`timeout -s INT`'s, a double Ctrl-C) must still find this handler, not Python's,
+        # which would raise KeyboardInterrupt while the results are printed.
+        if interrupts.first is not None and not hurried:
+            await anyio.sleep(interrupts.first + TOGETHER_S - time.monotonic())
         tg.cancel_scope.cancel()
     if hurry.cancelled_caught:
         raise Hurried(hurried[0])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import math
 import os
 import signal
 import time
@@ -39,20 +38,6 @@ _GATE_PANEL = "Gate (as perfbench compare)"
 _SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force"}
 # The exit codes of a child run that mean the same for ab: stopped, or --strict's client-bound.
 _PASSED_ON = {ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.CLIENT_BOUND}
-# With 4 runs a side the exact rank test's smallest p is 1/70 = 0.014, above alpha / 9 (a
-# change in one of the 9 gated metrics that vary on the demo suite): 5 is the least that can.
-_MIN_ROUNDS = 5
-# The default: 5 runs a side flag a threshold-sized change 4 times in 5 only at 1–2%
-# run-to-run noise; 8 do it up to 3% (stats.power.sensitivity), a quiet runner's noise.
-_DEFAULT_ROUNDS = 8
-# The default --repeat: enough passes for this many tasks a run, and at least 2. A task's
-# timing jitters with the machine's load; a run's figures average it out as 1/sqrt(tasks).
-# Measured (A/A ab, every run seeded alike, docs/ci.md): the 16-case demo suite at 16 tasks a
-# run left TTFT P50's run-to-run CV at 3.3% (load average 10), just beyond the ~3% that 8
-# rounds can tell from a 10% change; cases/answer.yaml at 8 tasks a run had CVs up to 8.8%
-# (load 15, a CPU hog). 32 tasks also give a run's P95 the 20 it needs.
-_TASKS_A_RUN = 32
-_LEAST_REPEAT = 2
 # The command's own options, in two --help panels (the gate's are compare's own, above).
 _side_option = functools.partial(typer.Option, rich_help_panel="Sides")
 _run_option = functools.partial(typer.Option, rich_help_panel="Run (each side, as perfbench run)")
@@ -182,8 +167,8 @@ RepeatOpt = Annotated[
     int | None,
     _run_option(
         min=1,
-        help=f"Executions of each case per pass (default: enough for {_TASKS_A_RUN} tasks "
-        f"a run, at least {_LEAST_REPEAT}: a run averages the machine's jitter over them).",
+        help=f"Executions of each case per pass (default: enough for {lib.TASKS_A_RUN} tasks "
+        f"a run, at least {lib.LEAST_REPEAT}: a run averages the machine's jitter over them).",
     ),
 ]
 
@@ -195,7 +180,7 @@ def ab(
     target: TargetOpt,
     candidate: CandidateOpt = lib.WORKING_TREE,
     cases: CasesOpt = None,
-    rounds: RoundsOpt = _DEFAULT_ROUNDS,
+    rounds: RoundsOpt = lib.DEFAULT_ROUNDS,
     repeat: RepeatOpt = None,
     warmup: WarmupOpt = 1,
     concurrency: shape.ConcurrencyOpt = 1,
@@ -223,10 +208,10 @@ def ab(
     --retries 0[/]
     """
     started = time.monotonic()
-    if rounds < _MIN_ROUNDS:
+    if rounds < lib.MIN_ROUNDS:
         warning(
             f"{rounds} rounds are too few for a change in one metric to be significant: the "
-            f"verdict will be underpowered; use --rounds {_DEFAULT_ROUNDS}"
+            f"verdict will be underpowered; use --rounds {lib.DEFAULT_ROUNDS}"
         )
     with errors(), _cleanup_on_sigterm():
         lib.check_extra(extra or [])
@@ -259,10 +244,10 @@ def ab(
 
 
 def _default_repeat(suite: list[Path]) -> int:
-    """--repeat when none is given: ``_TASKS_A_RUN`` tasks a run, at least ``_LEAST_REPEAT``
-    passes (said on stderr, with the flag that changes it)."""
+    """--repeat when none is given (``perfbench.ab.default_repeat``), said on stderr with the
+    flag that changes it."""
     per_pass = load_suite(suite).per_pass(1)
-    repeat = max(_LEAST_REPEAT, math.ceil(_TASKS_A_RUN / per_pass))
+    repeat = lib.default_repeat(per_pass)
     err.print(
         f"--repeat {repeat}: {repeat * per_pass} tasks a run ({per_pass} a pass); give "
         "--repeat to choose",
