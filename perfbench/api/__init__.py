@@ -340,8 +340,10 @@ async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
         # A stop can end the work within milliseconds; the same interrupt's second signal
         # (`timeout -s INT`'s, a double Ctrl-C) must still find this handler, not Python's,
         # which would raise KeyboardInterrupt while the results are printed.
+        # A stop that outlasted TOGETHER_S has nothing left to wait for (a negative sleep
+        # raised ValueError: a sweep stopped at -c 8 printed a traceback, not its tables).
         if interrupts.first is not None and not hurried:
-            await anyio.sleep(interrupts.first + TOGETHER_S - time.monotonic())
+            await anyio.sleep(max(0.0, interrupts.first + TOGETHER_S - time.monotonic()))
         tg.cancel_scope.cancel()
     if hurry.cancelled_caught:
         raise Hurried(hurried[0])
