@@ -25,7 +25,7 @@ from rich.text import Text
 
 from perfbench.report import slo
 from perfbench.report.adaptive import adaptive_line
-from perfbench.report.format import THIN, THIN_NOTE, dollars, ms, number, seconds, thin
+from perfbench.report.format import THIN, THIN_LINE, dollars, ms, number, seconds, thin
 from perfbench.stats.advice import ITL_CAVEAT, gaps_merged
 
 PCTS = ("p50", "p95", "p99")
@@ -151,8 +151,19 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
 
 
 def _thin_note(table: Grid) -> None:
-    if any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str)):
-        table.caption = THIN_NOTE
+    if _has_thin(table):
+        table.caption = THIN_LINE
+
+
+def _has_thin(table: Grid) -> bool:
+    return any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str))
+
+
+def _fewest_per_run(summary: Mapping[str, Any]) -> float:
+    """The fewest successful tasks of any measured run: a median over runs of a percentile
+    is no better than the thinnest run's (16 tasks a run: each run's P95 is its slowest)."""
+    counts = (_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"])
+    return min(counts, default=0)
 
 
 def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
@@ -176,14 +187,16 @@ def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
         table.add_row(case["id"], case["language"], *_compact_tail(m))
     # No rule above it (a frameless table's rule is a blank line): the bold name sets it apart.
     table.add_row(Text("all", style="bold"), "", *_compact_tail(pooled["overall"]))
+    # The headline below marks its per-run percentiles too: the note serves both.
+    if _has_thin(table) or any(thin(_fewest_per_run(summary), p) for p in PCTS):
+        table.caption = "; ".join(c for c in (table.caption, THIN_LINE) if c)
     return table
 
 
 def _compact_tail(m: Mapping[str, Any]) -> list[str]:
-    latency = [ms(_dist(m, "latency", p)) for p in PCTS]
     return [
         f"{m['ok']}/{m['tasks']}",
-        *latency,
+        *_latency_cells(m)[:3],
         ms(_dist(m, "ttft", "p50")),
         number(m.get("tokens_out"), 0),
     ]
@@ -301,7 +314,7 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     def med(key: str) -> float | None:
         return across[key]["median"] if key in across else None
 
-    fewest = min((_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"]), default=0)
+    fewest = _fewest_per_run(summary)
     table.add_section()
     table.add_row(
         Text("median", style="bold"),
@@ -332,7 +345,11 @@ def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
         rate.append(f"errors {overall['error_rate']['median']:.1%}")
-    times = [_median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95") for p in PCTS]
+    fewest = _fewest_per_run(summary)
+    times = [
+        _median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95", thin(fewest, p))
+        for p in PCTS
+    ]
     times.append(_median(overall, "ttft.p50", "TTFT P50 {}", seconds))
     lines = [" · ".join(r for r in rate if r), " · ".join(t for t in times if t)]
     lines.append(_cost(summary["pooled"]["overall"], meta))
@@ -350,13 +367,14 @@ def _median(
     form: str,
     shown: Callable[[float | None], str],
     spread: bool = False,
+    marked: bool = False,
 ) -> str:
     """The median over the runs in ``form`` (with ``spread``, also the runs' range when they
-    differ); empty when the runs have no such figure."""
+    differ; ``marked``: THIN after the value); empty when the runs have no such figure."""
     if key not in overall:
         return ""
     m = overall[key]
-    value = shown(m["median"])
+    value = shown(m["median"]) + (THIN if marked else "")
     if spread and m["min"] != m["max"]:
         low, high = shown(m["min"]), shown(m["max"])
         unit = " ms" if low.endswith(" ms") and high.endswith(" ms") else ""

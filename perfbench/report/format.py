@@ -152,6 +152,8 @@ THIN_NOTE = (
     "*: fewer tasks than the percentile needs (P50 2, P95 20, P99 100): it is the slowest "
     "task; raise --repeat for a percentile"
 )
+# The terminal's: one line under an 80-column table, so that a run still fits one screen.
+THIN_LINE = "*: too few tasks for it (P50 2, P95 20, P99 100): the slowest task"
 
 
 def thin(tasks: float | None, key: str) -> bool:

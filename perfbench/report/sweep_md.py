@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfbench.report.format import ms
+from perfbench.report.format import THIN, THIN_NOTE, ms, thin
 from perfbench.stats import presets
 from perfbench.stats.knee import PERCENTILES, USL_MIN_R2, Level, in_flight
 
@@ -76,13 +76,16 @@ def markdown(
     ]
     for v in levels:
         sustained = in_flight(v)
+        p50, p95, p99 = (_pct(v, key) for key in ("p50", "p95", "p99"))
         lines.append(
-            f"| {v.level:g} | {v.throughput:.2f} | {ms(v.p50)} | {ms(v.p95)} | {ms(v.p99)} "
+            f"| {v.level:g} | {v.throughput:.2f} | {p50} | {p95} | {p99} "
             f"| {v.error_rate:.1%} | {v.throttle_rate:.2f} "
             f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
         )
+    marked = any(THIN in line for line in lines[4:])
     lines += [
         "",
+        *([THIN_NOTE, ""] if marked else []),
         "in flight: the mean tasks in flight by Little's law (tasks/s × the mean latency of "
         "successful tasks); failed tasks and the client's own time between tasks are not in it.",
         "",
@@ -102,6 +105,13 @@ def markdown(
             "(Little's law): those levels measure perfbench, not the target."
         )
     return "\n".join(lines) + "\n"
+
+
+def _pct(level: Level, key: str) -> str:
+    """A level's percentile, marked when a run of it had too few successful tasks to mean it
+    (16 tasks a level: its P95 and P99 were both the slowest task)."""
+    ok = level.tasks * (1.0 - level.error_rate)  # medians across runs: the run's successes
+    return ms(getattr(level, key)) + (THIN if thin(round(ok), key) else "")
 
 
 def _slo_line(slo: tuple[str, float], largest: float | None) -> str:
