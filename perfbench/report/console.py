@@ -342,6 +342,7 @@ def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     the median over the runs; throughput and P95 with their range when the runs differ."""
     overall = summary["across_runs"]["overall"]
     rate = [_median(overall, "throughput", "{} tasks/s", lambda v: number(v, 2), True)]
+    rate[0] += _of_offered(meta, overall)
     rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
         rate.append(f"errors {overall['error_rate']['median']:.1%}")
@@ -443,6 +444,16 @@ def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
         f"offered {offered:.2f} tasks/s, achieved {achieved:.2f} completed "
         f"({achieved / offered:.0%}) · "
     )
+
+
+def _of_offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
+    """The headline's offered rate beside the achieved one (an open loop): the line above the
+    table said it, but the headline, the last thing on the screen, gave only tasks/s."""
+    offered = (meta.get("load") or {}).get("per_second")
+    achieved = (overall.get("throughput") or {}).get("median")
+    if not offered or achieved is None:
+        return ""
+    return f" of {offered:.2f} offered ({achieved / offered:.0%})"
 
 
 def _serving(pooled: Mapping[str, Any], details: bool) -> list[str]:
