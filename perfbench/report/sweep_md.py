@@ -42,12 +42,16 @@ class Swept(Protocol):
     def findings(self) -> Mapping[str, Any]: ...
     @property
     def plan(self) -> SweptPlan: ...
+    @property
+    def interrupted(self) -> bool: ...
 
 
 def render(result: Swept) -> str:
     """sweep.md's text for a sweep's result: what the CLI prints and ``report.sweep`` writes."""
     plan = result.plan
-    return markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
+    return markdown(
+        result.levels, result.findings, rates=plan.rates, slo=plan.slo, cut=result.interrupted
+    )
 
 
 def knee_label(findings: Mapping[str, Any]) -> str | None:
@@ -65,8 +69,10 @@ def markdown(
     *,
     rates: bool,
     slo: tuple[str, float] | None,
+    cut: bool = False,
 ) -> str:
-    """The sweep as Markdown: a table per level and the findings."""
+    """The sweep as Markdown: a table per level and the findings (``cut``: the sweep was
+    interrupted, so not finding a knee says nothing of the target)."""
     unit = "tasks/s" if rates else "concurrency"
     lines = [
         f"# Sweep over {unit}",
@@ -92,7 +98,7 @@ def markdown(
         "## Findings",
         "",
     ]
-    lines += _knee(levels, findings, unit, rates)
+    lines += _knee(levels, findings, unit, rates) if not cut or findings["knee"] else _cut(levels)
     if findings["kneedle"] is not None:
         lines.append(f"- Kneedle knee of throughput on log2({unit}): {findings['kneedle']:g}.")
     lines += _usl(findings["usl"])
@@ -139,6 +145,14 @@ def _knee(levels: list[Level], findings: Mapping[str, Any], unit: str, rates: bo
     if stopped and levels:
         return [_below_lowest(levels[0], findings, unit, rates), *_stops(stopped)]
     return ["- No stop condition was reached: no knee in the levels measured."]
+
+
+def _cut(levels: list[Level]) -> list[str]:
+    """An interrupted sweep without a knee read "No stop condition was reached", as if it had
+    gone the whole way (over an empty table when stopped in the first level's warmup)."""
+    count = len(levels)
+    when = f"after {count} level{'s' if count != 1 else ''}" if count else "before any level"
+    return [f"- The sweep was interrupted {when}: no knee yet; its --resume measures the rest."]
 
 
 def _knee_figure(findings: Mapping[str, Any]) -> str:

@@ -161,3 +161,19 @@ def test_a_levels_percentiles_are_marked_when_its_runs_were_too_thin() -> None:
     assert cells(40, err=0.6) == ["280.0", f"1,000.0{THIN}", f"1,040.0{THIN}"]  # 16 succeeded
     assert cells(100) == ["280.0", "1,000.0", "1,040.0"]
     assert THIN_NOTE not in _sweep([Level(8, 12.0, 0.28, 1.0, 1.04, 0.3, 0.0, 0.0, tasks=100)])[1]
+
+
+def test_an_interrupted_sweep_without_a_knee_says_it_was_cut_short() -> None:
+    """Stopped in its first level's warmup, a sweep printed an empty table over "No stop
+    condition was reached: no knee in the levels measured", as if it had gone the whole way."""
+    none = markdown([], analyse([], {}, rates=False, slo=None), rates=False, slo=None, cut=True)
+    assert "- The sweep was interrupted before any level: no knee yet" in none
+    assert "No stop condition was reached" not in none
+    two = [lv(1.0, 10), lv(2.0, 19)]
+    findings, whole = _sweep(two)
+    assert "- No stop condition was reached: no knee in the levels measured." in whole
+    cut = markdown(two, findings, rates=False, slo=None, cut=True)
+    assert "- The sweep was interrupted after 2 levels: no knee yet; its --resume" in cut
+    with_knee = [lv(1.0, 10), lv(2.0, 19), lv(4.0, 37, t429=0.9)]
+    findings, whole = _sweep(with_knee)  # a knee found before the stop is still the finding
+    assert markdown(with_knee, findings, rates=False, slo=None, cut=True) == whole
