@@ -9,6 +9,7 @@ from perfbench.report.console import case_summary, case_table, headline
 from perfbench.report.format import THIN, THIN_LINE, THIN_NOTE, thin
 from perfbench.report.release_md import _case_table
 from perfbench.sample import Sample
+from perfbench.stats.advice import advise
 from perfbench.stats.summary import summarize
 
 
@@ -91,3 +92,15 @@ def test_the_headline_marks_a_percentile_its_runs_are_too_thin_for() -> None:
     # the screen's one note explains a mark the headline makes, even when the table has none
     one_case = {"suite": {"cases": [{"id": "a", "language": "en", "tools": 0}]}}
     assert case_summary(_summary(8), one_case).caption == THIN_LINE  # 24 a case, 16 a run
+
+
+def test_the_tail_warning_names_every_percentile_that_is_the_slowest_task() -> None:
+    """With 3 tasks a case the warning named only the P99 as "simply the slowest one", while
+    the P95 beside it was the same task."""
+
+    def said(repeat: int) -> str:
+        return next(n for n in advise(_summary(repeat), META) if n.startswith("Some cases"))
+
+    assert "3 successful task(s) over all runs: their P95 and P99 are simply" in said(1)
+    assert "30 successful task(s) over all runs: their P99 is simply" in said(10)
+    assert not [n for n in advise(_summary(40), META) if n.startswith("Some cases")]
