@@ -102,13 +102,14 @@ def quantity(value: float | None, unit: str) -> str:
     return f"{value:,.1f}"
 
 
-def spread(s: Spread | None, unit: str) -> str:
-    """Median with the run-to-run range, the way every comparison cell reads."""
+def spread(s: Spread | None, unit: str, mark: str = "") -> str:
+    """Median with the run-to-run range, the way every comparison cell reads; ``mark`` (THIN)
+    after the median."""
     if s is None:
         return "–"
     if s.n == 1 or s.min == s.max:
-        return quantity(s.median, unit)
-    return f"{quantity(s.median, unit)} ({quantity(s.min, unit)}–{quantity(s.max, unit)})"
+        return quantity(s.median, unit) + mark
+    return f"{quantity(s.median, unit)}{mark} ({quantity(s.min, unit)}–{quantity(s.max, unit)})"
 
 
 def change(row: Row) -> str:

@@ -104,3 +104,35 @@ def test_the_tail_warning_names_every_percentile_that_is_the_slowest_task() -> N
     assert "3 successful task(s) over all runs: their P95 and P99 are simply" in said(1)
     assert "30 successful task(s) over all runs: their P99 is simply" in said(10)
     assert not [n for n in advise(_summary(40), META) if n.startswith("Some cases")]
+
+
+def _compared(tasks: int) -> str:
+    """compare's Markdown for two sides of 3 runs, ``tasks`` tasks a run."""
+    from perfbench.report.compare_md import comparison
+    from perfbench.stats.compare import Rules, compare
+    from perfbench.stats.gate import outcome
+
+    def side(shift: float) -> dict:  # type: ignore[type-arg]
+        runs = [
+            {"overall": {"latency": {"p50": 0.3 + shift, "p95": 0.9 + r / 100, "p99": 0.9 + r / 100,
+                                     "n": tasks},
+                         "throughput": 2.0, "error_rate": 0.0}, "cases": {}, "languages": {}}
+            for r in range(3)
+        ]  # fmt: skip
+        return {"runs": runs}
+
+    meta = {"id": "x", "suite": {"name": "s", "digest": "d"}, "status": "completed"}
+    result = compare(side(0.0), side(0.001), Rules())
+    return comparison(result, meta, meta, [], outcome(result, []))
+
+
+def test_compare_marks_a_percentile_its_runs_are_too_thin_for() -> None:
+    """With 4 tasks a run compare printed "P95 latency 0.06 ms" and "P99 latency 0.06 ms" side
+    by side, unmarked: both each run's slowest task."""
+    rows = {line.split("|")[1].strip(): line for line in _compared(16).splitlines()
+            if line.startswith("| P")}  # fmt: skip
+    assert "| 300.0 ms |" in rows["P50 latency"] and "*" not in rows["P50 latency"]
+    assert "910.0 ms* (" in rows["P95 latency"] and "910.0 ms* (" in rows["P99 latency"]
+    assert THIN_NOTE in _compared(16)
+    plenty = _compared(100)
+    assert "ms*" not in plenty and THIN_NOTE not in plenty
