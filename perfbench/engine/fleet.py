@@ -363,6 +363,9 @@ class Fleet:
                     self.aimd.refused(at, retry_after, window)
                     self._limits_may_change()
                 case PassDone(phase, run, scopes, late):
+                    # Its last sample said how many were in flight when that task *started*:
+                    # with its pass over, none are (else the count stays up after the run).
+                    self._in_flight[w.index] = 0
                     self._reports.setdefault((phase, run), []).append(scopes)
                     if late is not None:
                         self._late.setdefault((phase, run), []).append(late)
