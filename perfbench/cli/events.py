@@ -9,7 +9,8 @@ Event schema (one JSON object per line; every event has ``event``, ``run_id``, `
 ISO 8601) and ``elapsed_s``):
 
 - ``run_started``: ``target``, ``suite``, ``load``, ``planned_tasks``
-- ``phase_changed``: ``phase`` (warmup | measured), ``run`` (index), ``tasks`` (in this pass)
+- ``phase_changed``: ``phase`` (warmup | measured), ``run`` (index), ``tasks`` (in this pass;
+  0 for a pass bounded by time, ``--duration`` with ``-c`` or ``--stages``)
 - ``task_finished``: ``phase``, ``run``, ``case``, ``iteration``, ``status``, ``latency_s``,
   ``ttft_s``, ``tokens_in``, ``tokens_out``, ``error_kind``
 - ``progress``: the :meth:`Progress.snapshot` fields (``done``, ``planned``, ``ok``,
@@ -41,6 +42,7 @@ from rich.text import Text
 
 from perfbench.engine.observer import Engine, RunObserver
 from perfbench.sample import STATUSES, Phase, Sample
+from perfbench.spec import RunSpec
 from perfbench.stats import abort as limits
 from perfbench.stats.abort import AbortOn
 from perfbench.stats.histogram import Histogram
@@ -282,8 +284,10 @@ class LiveView:
         self.plain_every = plain_every
         self._live: Live | None = None
         self._last_plain = -plain_every
+        self._timed: float | None = None  # seconds of a measured pass bounded by time
 
     def started(self, meta: dict[str, Any], snap: Snapshot) -> None:
+        self._timed = timed_pass(meta)
         ray = meta.get("ray")
         if ray:  # starting actors takes a while: say what is starting
             self.console.print(
@@ -299,8 +303,13 @@ class LiveView:
             self._live.start()
 
     def phase(self, phase: Phase, run: int, tasks: int, snap: Snapshot) -> None:
-        what = "warmup" if phase == "warmup" else f"run {run + 1}"
-        self.console.print(f"{what}: {tasks} tasks", style="dim", highlight=False)
+        if phase == "warmup":
+            header = f"warmup: {tasks} tasks"
+        elif self._timed is not None:  # its tasks are as many as the time allows
+            header = f"run {run + 1}: tasks for {self._timed:g} s"
+        else:
+            header = f"run {run + 1}: {tasks} tasks"
+        self.console.print(header, style="dim", highlight=False)
         if self._live is not None:
             self._live.update(self._line(snap))
 
@@ -322,6 +331,16 @@ class LiveView:
     @staticmethod
     def _line(snap: Snapshot) -> Text:
         return Text(describe(snap))
+
+
+def timed_pass(meta: Mapping[str, Any]) -> float | None:
+    """The seconds each measured pass starts tasks for: a closed loop with --duration (its
+    share of it) or --stages; None when a pass is a count of tasks (the phase events' ``tasks``
+    is 0 for a timed pass: how many, the time decides)."""
+    spec = meta.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    return RunSpec.from_doc(spec).plan.pass_seconds("measured")
 
 
 def describe(snap: Snapshot) -> str:

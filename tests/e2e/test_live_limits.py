@@ -103,3 +103,16 @@ def test_with_workers_nothing_is_in_flight_once_the_run_ends(tmp_path: Path) -> 
     finished = len(list(store.read_samples(result.run_dir)))
     assert finished == 48 == telemetry.registry.get_sample_value("perfbench_tasks_started_total")
     assert telemetry.registry.get_sample_value("perfbench_tasks_in_flight") == 0
+
+
+def test_with_workers_a_timed_pass_says_its_time_not_the_suites_size(tmp_path: Path) -> None:
+    # The fleet announced a timed pass with the suite's size (`run 1: 4 tasks`, and `tasks: 4`
+    # in phase_changed), one process with 0 tasks. It starts as many as its time allows.
+    args = ["-c", "2", "--duration", "0.6", "--runs", "2", "--workers", "2", "--json"]
+    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", *args, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    phases = [(e["phase"], e["tasks"]) for e in events if e["event"] == "phase_changed"]
+    assert phases == [("warmup", 4), ("measured", 0), ("measured", 0)], phases
+    headers = [line for line in done.stderr.splitlines() if line.startswith("run ")]
+    assert headers == ["run 1: tasks for 0.3 s", "run 2: tasks for 0.3 s"], done.stderr
