@@ -94,6 +94,7 @@ class Progress(RunObserver):
         self.aborted: str | None = None  # the limit that stopped the run, as stopped_by
         self._stop: Callable[[str | None], None] = lambda reason: None
         self._measured: tuple[float, int, int] | None = None  # since: when, done, ok
+        self._timed: float | None = None  # seconds of measurement when the time bounds it
 
     def controls(self, stop: Callable[[str | None], None]) -> None:
         self._stop = stop
@@ -118,6 +119,7 @@ class Progress(RunObserver):
         self.t0 = self.clock()
         self._next = self.t0 + self.every
         self._measured = None
+        self._timed = timed_measurement(meta)
         for sink in self.sinks:
             sink.started(meta, self.snapshot())
 
@@ -169,6 +171,15 @@ class Progress(RunObserver):
         live = self.in_flight()
         return self.concurrency if live is None else live
 
+    def _eta(self, left: int | None, rate: float | None) -> float | None:
+        """Seconds to go: the tasks left at the rate so far; for a run bounded by time, the
+        measurement's time left (none in its warmup, whose length no one knows)."""
+        if self._timed is None:
+            return left / rate if rate and left is not None else None
+        if self._measured is None:
+            return None
+        return max(0.0, self._measured[0] + self._timed - self.clock())
+
     def snapshot(self) -> Snapshot:
         elapsed = self.clock() - self.t0
         rate = self.done / elapsed if elapsed > 0 else None
@@ -189,7 +200,7 @@ class Progress(RunObserver):
             "p50_s": pcts.get(50.0),
             "p95_s": pcts.get(95.0),
             "elapsed_s": elapsed,
-            "eta_s": left / rate if rate and left is not None else None,
+            "eta_s": self._eta(left, rate),
         }
 
 
@@ -341,6 +352,12 @@ def timed_pass(meta: Mapping[str, Any]) -> float | None:
     if not isinstance(spec, Mapping):
         return None
     return RunSpec.from_doc(spec).plan.pass_seconds("measured")
+
+
+def timed_measurement(meta: Mapping[str, Any]) -> float | None:
+    """The seconds a run bounded by time measures in all: its passes' time × its runs."""
+    seconds = timed_pass(meta)
+    return None if seconds is None else seconds * int(meta["spec"]["plan"]["runs"])
 
 
 def describe(snap: Snapshot) -> str:
