@@ -227,9 +227,8 @@ def plan(
 ) -> Plan:
     """The plan the flags describe, its worker count settled (``--workers auto``);
     ``duration``: a closed loop's measured seconds (an open loop's are its load's)."""
-    rates = ramping.parse_rates(stages) if stages else None
-    if rates is not None:  # stages of tasks per second: an open loop at their arrivals
-        load, stages = _ramping_rate(rates), None
+    if stages and (rates := ramping.parse_rates(stages)):  # tasks per second: an open loop
+        load, stages = ramping.open_loop(rates), None
     made = Plan(
         runs=runs(flags["runs"]),
         warmup=flags["warmup"],
@@ -243,13 +242,6 @@ def plan(
         stages=ramping.parse(stages) if stages else None,
     )
     return replace(made, workers=workers(flags["workers"], made))
-
-
-def _ramping_rate(rates: ramping.RateStages) -> Rate:
-    """``--stages "30s:5/s,…"``: the open loop starts a task at each of the stages' arrivals,
-    every pass (as a replayed trace); its mean rate, for show."""
-    offsets = ramping.arrivals(rates)
-    return Rate(len(offsets) / sum(s for s, _ in rates), "constant", None, None, trace=offsets)
 
 
 AUTO_FIRST_RUNS = 5  # `--runs auto` starts here: the fewest with which a 5% test can pass at all
@@ -378,15 +370,11 @@ def check_resume(ctx: typer.Context, resuming: bool) -> None:
 
 
 def staged(ctx: typer.Context, flags: Flags) -> Flags:
-    """With --stages, one run unless --runs says otherwise: the stages are the whole test;
-    with rates, no warmup unless --warmup says so (an open loop's warmup pass would replay
-    every stage, doubling the test: their first seconds warm up at a low rate)."""
-    text = ctx.params.get("stages")
-    if text and not _on_command_line(ctx, "runs"):
-        flags = {**flags, "runs": "1"}
-    if text and ramping.parse_rates(text) and not _on_command_line(ctx, "warmup"):
-        flags = {**flags, "warmup": 0}
-    return flags
+    """With --stages one run, and of rates no warmup (it replays every stage), unless given."""
+    text = str(ctx.params.get("stages") or "")
+    rates = bool(text) and ramping.parse_rates(text) is not None
+    keep = {"runs": "1", "warmup": 0} if rates else {"runs": "1"}
+    return {**flags, **{k: v for k, v in keep.items() if text and not _on_command_line(ctx, k)}}
 
 
 def check_load(ctx: typer.Context, rate: bool, adaptive: bool) -> None:

@@ -13,6 +13,7 @@ import math
 import re
 
 from perfbench.errors import GateError
+from perfbench.load import Rate
 
 Stages = tuple[tuple[float, int], ...]  # (seconds, target concurrency at its end)
 
@@ -95,6 +96,13 @@ def parse_rates(text: str) -> RateStages | None:
     if len(arrivals(stages)) < 1:
         raise GateError("--stages: the rates must start at least one task (rate × time ≥ 1)")
     return stages
+
+
+def open_loop(stages: RateStages) -> Rate:
+    """The open loop that starts a task at each of the stages' arrivals, every pass (as a
+    replayed trace, ``load.trace`` in meta.json); its mean rate, for show."""
+    offsets = arrivals(stages)
+    return Rate(len(offsets) / sum(s for s, _ in stages), "constant", None, None, trace=offsets)
 
 
 def arrivals(stages: RateStages) -> tuple[float, ...]:
