@@ -341,7 +341,9 @@ async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
         # (`timeout -s INT`'s, a double Ctrl-C) must still find this handler, not Python's,
         # which would raise KeyboardInterrupt while the results are printed.
         if interrupts.first is not None and not hurried:
-            await anyio.sleep(interrupts.first + TOGETHER_S - time.monotonic())
+            # Not below 0: a stop that took longer (workers ending) has nothing left to wait,
+            # and a negative sleep raised ValueError, a traceback and exit 1 for a Ctrl-C.
+            await anyio.sleep(max(0.0, interrupts.first + TOGETHER_S - time.monotonic()))
         tg.cancel_scope.cancel()
     if hurry.cancelled_caught:
         raise Hurried(hurried[0])
