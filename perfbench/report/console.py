@@ -139,7 +139,7 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
     """One row per case, all measured runs pooled; times in milliseconds."""
     pooled = summary["pooled"]
     runs = len(summary["runs"])
-    table = Grid(f"Per case, {runs} runs pooled (ms)", ["case", "lang", "tools"], FIGURES)
+    table = Grid(f"Per case, {_runs(runs)} pooled (ms)", ["case", "lang", "tools"], FIGURES)
     for case in meta["suite"]["cases"]:
         m = pooled["cases"].get(case["id"])
         if m is not None:
@@ -171,7 +171,7 @@ def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
     there are more), then all of them; frameless, so that it fits one screen."""
     pooled = summary["pooled"]
     columns = ["ok/tasks", "P50", "P95", "P99", "TTFT50", "tok out"]
-    table = Grid(f"Per case, {len(summary['runs'])} runs pooled (ms)", ["case", "lang"], columns)
+    table = Grid(f"Per case, {_runs(len(summary['runs']))} pooled (ms)", ["case", "lang"], columns)
     table.compact = True
     shown = [
         (c, pooled["cases"][c["id"]]) for c in meta["suite"]["cases"] if c["id"] in pooled["cases"]
@@ -328,11 +328,15 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     return table
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def what_ran(meta: Mapping[str, Any], runs: int) -> str:
     suite = meta["suite"]
     return (
         f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, "
-        f"{suite['digest'][:12]}) · {runs} runs · {meta['status']}" + _engine(meta)
+        f"{suite['digest'][:12]}) · {_runs(runs)} · {meta['status']}" + _engine(meta)
     )
 
 
