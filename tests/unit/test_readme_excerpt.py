@@ -29,7 +29,10 @@ def _shape(line: str) -> str:
     line = re.sub(r"runs/\d{8}T\d{6}Z_\S+", "RUN_DIR", line)
     line = re.sub(r"^mock\S*:\S+ · ", "TARGET · ", line)
     line = re.sub(r"─+", "─", line)  # a rule as wide as the table's figures
-    return " ".join(re.sub(r"\$?\d[\d,.]*", "#", line).split())
+    line = re.sub(r"\$?\d[\d,.]*", "#", line)
+    # a range's units follow its figures: "(868.8 ms–1.01 s)" on one machine, "(#–# ms)" here
+    line = re.sub(r"\(#(?: m?s)?–# m?s\)", "(RANGE)", line)
+    return " ".join(line.split())
 
 
 def _excerpt() -> list[str]:
