@@ -5,7 +5,7 @@ written as PNG and SVG like every chart of the report."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -39,15 +39,17 @@ def draw(means: Means, stem: Path) -> list[Path]:
 
 
 def means_of(
-    summaries: Mapping[str, Mapping[str, object]],
+    summaries: Mapping[str, Mapping[str, object]], shown: Container[str]
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Each run's pooled per-case means of the parts, from summary.json (none before the
-    split existed)."""
+    split existed), for the ``shown`` cases (report/listed.py)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for run, summary in summaries.items():
         pooled = summary.get("pooled")
         cases = pooled.get("cases", {}) if isinstance(pooled, Mapping) else {}
         for case, m in cases.items():
+            if case not in shown:
+                continue
             split = m.get("time_split") if isinstance(m, Mapping) else None
             if not split or not (split.get("model") or {}).get("n"):
                 continue

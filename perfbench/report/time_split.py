@@ -13,6 +13,7 @@ from rich.text import Text
 from perfbench.report.console import Grid
 from perfbench.report.format import dollars, ms, number
 from perfbench.report.format import table as md_table
+from perfbench.report.listed import left_out, listed
 
 VALUES = ["success", "$/success", "model P50", "model P95", "tool P50", "agent P50",
           "agent P95", "client P50", "calls", "tok out"]  # fmt: skip
@@ -61,10 +62,13 @@ def _pct(distribution: Mapping[str, Any] | None, key: str) -> str:
 def section(runs: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) -> list[str]:
     """The release report's section: per run and case, success rate, cost per successful
     task and the mean of each part (medians across runs), then the stacked chart."""
+    across = [summary["across_runs"] for _, summary in runs]
+    shown = listed(across)  # past REPORT_CASES, the slowest by P95
     rows = []
-    for name, summary in runs:
-        for case, m in summary["across_runs"]["cases"].items():
-            if "success.rate" not in m:  # a summary from before the split
+    for (name, _), cases in zip(runs, (a["cases"] for a in across), strict=True):
+        for case in shown:
+            m = cases.get(case)
+            if m is None or "success.rate" not in m:  # a summary from before the split
                 continue
             rows.append([case, name, *_md_cells(m)])
     if not rows:
@@ -72,6 +76,8 @@ def section(runs: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) ->
     header = ("case", "run", "success", "$/success", "model", "tool", "agent", "client")
     parts = ["", "## Where the time went, and success", "",
              md_table(header, rows, right=range(2, 8)), ""]  # fmt: skip
+    more = left_out(across, shown)
+    parts += [more, ""] if more else []
     parts += [
         "Medians across runs of each part's mean over the successful tasks (ms): model calls "
         "on the critical path, tool calls, the agent's own time outside every call, the "

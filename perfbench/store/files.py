@@ -13,7 +13,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -98,10 +98,13 @@ _JSON_OPTIONS = (
 )
 
 
-def _plain_number(value: Any) -> float:
-    """A float subclass orjson does not take itself, as the float it is."""
+def _plain(value: Any) -> float | dict[Any, Any]:
+    """A float subclass orjson does not take itself, as the float it is; a mapping that makes
+    its entries when read (``_write``), as a dict of them."""
     if isinstance(value, float):
         return float(value)
+    if isinstance(value, Mapping):
+        return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -134,15 +137,22 @@ def _write(fh: IO[bytes], doc: Any, depth: int) -> None:
     or list in the first ``_LEVELS``, or of more than ``_MANY`` entries, is written an entry
     at a time."""
     pad = b"  " * depth
+    # A mapping other than a dict makes its entries when read (summary.json's per-case
+    # figures, stats/summary.CaseFigures): orjson takes dicts only, and so it goes an entry
+    # at a time, each made, written and let go.
+    made = isinstance(doc, Mapping) and not isinstance(doc, dict)
     whole = not isinstance(doc, dict | list) or not doc or (depth >= _LEVELS and len(doc) <= _MANY)
-    if whole:
-        data = orjson.dumps(doc, default=_plain_number, option=_PIECE_OPTIONS)
+    if whole and not made:
+        data = orjson.dumps(doc, default=_plain, option=_PIECE_OPTIONS)
         fh.write(data.replace(b"\n", b"\n" + pad) if depth and b"\n" in data else data)
         return
+    if not doc:  # an empty mapping of that kind: as orjson writes an empty dict
+        fh.write(b"{}")
+        return
     inner = pad + b"  "
-    is_dict = isinstance(doc, dict)
+    is_dict = isinstance(doc, Mapping)
     fh.write(b"{\n" if is_dict else b"[\n")
-    entries = doc.items() if isinstance(doc, dict) else ((None, v) for v in doc)
+    entries = doc.items() if isinstance(doc, Mapping) else ((None, v) for v in doc)
     for k, (key, value) in enumerate(entries):
         fh.write(b",\n" + inner if k else inner)
         if is_dict:  # the key as orjson writes it (OPT_NON_STR_KEYS: 1 is "1")
@@ -154,7 +164,7 @@ def _write(fh: IO[bytes], doc: Any, depth: int) -> None:
 def encode_json(doc: Any, path: Path) -> bytes:
     """``doc`` as ``write_json`` writes it to ``path`` (named in the error)."""
     try:
-        return orjson.dumps(doc, default=_plain_number, option=_JSON_OPTIONS)
+        return orjson.dumps(doc, default=_plain, option=_JSON_OPTIONS)
     except orjson.JSONEncodeError as exc:  # a perfbench bug (a value JSON cannot hold)
         raise StoreError(f"cannot write {path}: {exc}") from exc
 
