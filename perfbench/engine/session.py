@@ -10,7 +10,7 @@ from contextlib import AsyncExitStack, suppress
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -31,9 +31,9 @@ from perfbench.stats.cost import Pricer, price
 from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
-from perfbench.store.documents import Meta
+from perfbench.store.documents import Headline, Meta, PlanDoc, SpecDoc, SuiteCase
 from perfbench.store.recorder import Recorder
-from perfbench.suite import Suite
+from perfbench.suite import Case, Suite
 from perfbench.targets import Target, open_target
 from perfbench.targets.registry import path_kind
 from perfbench.version import __version__
@@ -219,7 +219,7 @@ class Session:
             if status == "interrupted" and self.stopped_by:
                 meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-            meta["headline"] = headline(summary)
+            meta["headline"] = cast(Headline, headline(summary))
             if run_dir is not None and self.recorder.writer is not None:
                 self.recorder.writer.close()
                 _record_end(run_dir, summary, meta, raising)
@@ -272,7 +272,7 @@ class Session:
         meta["status"] = "running"
         meta["owner"] = store.owner()
         # The plan as it runs now: the same as started, unless `api.extend` added runs.
-        meta["spec"], meta["plan"] = self.spec.to_doc(), asdict(self.plan)
+        meta["spec"], meta["plan"] = _spec_doc(self.spec), _plan_doc(self.plan)
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
         return meta, resume
 
@@ -317,7 +317,7 @@ class Session:
             run_dir.rmdir()  # empty once the lock is gone; anything else in it stays
 
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
-        return {
+        meta: Meta = {
             "schema": SCHEMA,
             "id": run_dir.name if run_dir else None,
             "status": "running",
@@ -329,39 +329,48 @@ class Session:
             "suite": {
                 "name": self.suite.name,
                 "digest": self.suite.digest,
-                "cases": [
-                    {
-                        "id": c.id,
-                        "language": c.language,
-                        "tags": c.tags,
-                        "tools": len(c.expect.tool_calls) or len(c.tools),
-                        "timeout_s": c.timeout_s,
-                        # A generated workload's asked output length (advice checks it).
-                        **({"output_tokens": c.output_tokens} if c.output_tokens else {}),
-                    }
-                    for c in self.suite.cases
-                ],
+                "cases": [_case_doc(c) for c in self.suite.cases],
             },
             "target": self.target.name,
             "load": _load(self.plan),
-            "plan": asdict(self.plan),
+            "plan": _plan_doc(self.plan),
             "prices": {
                 **self.pricer.source(),
                 "priced_as": self.price_ref,
                 "simulated": self.target.simulated,
             },
-            "spec": self.spec.to_doc(),
+            "spec": _spec_doc(self.spec),
             "perfbench_version": __version__,
             "packages": host.package_versions(),
             "host": host.fingerprint(),
             "headline": None,
-            # --ray: said where the run is described (nodes filled in once the actors run).
-            **(
-                {"ray": {"address": self.plan.ray, "actors": self.plan.workers}}
-                if self.plan.ray
-                else {}
-            ),
         }
+        if self.plan.ray:  # said where the run is described (nodes filled in once the actors run)
+            meta["ray"] = {"address": self.plan.ray, "actors": self.plan.workers}
+        return meta
+
+
+def _case_doc(case: Case) -> SuiteCase:
+    doc: SuiteCase = {
+        "id": case.id,
+        "language": case.language,
+        "tags": case.tags,
+        "tools": len(case.expect.tool_calls) or len(case.tools),
+        "timeout_s": case.timeout_s,
+    }
+    if case.output_tokens:  # a generated workload's asked output length (advice checks it)
+        doc["output_tokens"] = case.output_tokens
+    return doc
+
+
+# The spec's and the plan's documents are made below the store's types (spec, dataclasses):
+# meta.json's reader (store.documents.check_meta) is what holds them to those types.
+def _spec_doc(spec: RunSpec) -> SpecDoc:
+    return cast(SpecDoc, spec.to_doc())
+
+
+def _plan_doc(plan: Plan) -> PlanDoc:
+    return cast(PlanDoc, asdict(plan))
 
 
 def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> None:

@@ -1,0 +1,103 @@
+"""Time to read a samples.jsonl line back as its ``Sample`` (asserts nothing; prints µs a line).
+
+Makes a small run (`perfbench run cases/answer.yaml cases/workflow.yaml -t mock:zero`: short
+lines, and lines of several steps), repeats its lines to LINES, and times, interleaved round
+by round on the same lines (the best round of each, so that a loaded machine's slow rounds
+drop out):
+
+- ``pydantic``: ``store.documents.read_sample``, what perfbench reads with (pydantic's
+  ``validate_json`` parses and checks in one pass, then the dataclasses are built);
+- ``unchecked``: ``orjson.loads`` + ``Sample.from_json``, no check at all: the floor of any
+  hand-written check on top of orjson;
+- ``hand-written`` (with ``--before REV``): ``orjson.loads`` + the shape check of
+  ``store/checks.py`` as it was at REV + ``Sample.from_json``, the reader pydantic replaced
+  (issue 41, item 6: 3570f27).
+
+Usage: python tests/bench/sample_lines.py [LINES] [--before REV]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from perfbench.sample import Sample
+from perfbench.store.documents import read_sample
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUNDS = 15
+
+
+def lines_of_a_run(folder: Path, count: int) -> list[bytes]:
+    cases = [str(ROOT / "cases" / name) for name in ("answer.yaml", "workflow.yaml")]
+    cmd = [sys.executable, "-m", "perfbench", "run", *cases, "-t", "mock:zero", "--runs", "2",
+           "--repeat", "5", "--out", str(folder), "-q"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True)
+    found = [line for f in folder.glob("*/samples.jsonl") for line in f.read_bytes().splitlines()]
+    return (found * (count // len(found) + 1))[:count]
+
+
+def hand_written(rev: str) -> Callable[[bytes], Sample]:
+    """The reader before pydantic: ``store/checks.py`` at ``rev``, loaded from git."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:perfbench/store/checks.py"],
+                          check=True, capture_output=True, text=True).stdout  # fmt: skip
+    spec = importlib.util.spec_from_loader("checks_before", loader=None)
+    assert spec is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    exec(compile(text, "checks_before.py", "exec"), module.__dict__)
+
+    def read(line: bytes) -> Sample:
+        doc = orjson.loads(line)
+        module.check(doc, module.SAMPLE)
+        return Sample.from_json(doc)
+
+    return read
+
+
+def unchecked(line: bytes) -> Sample:
+    return Sample.from_json(orjson.loads(line))
+
+
+def best_us(readers: dict[str, Callable[[bytes], Sample]], lines: list[bytes]) -> dict[str, float]:
+    best = dict.fromkeys(readers, float("inf"))
+    for _ in range(ROUNDS):
+        for name, read in readers.items():
+            start = time.perf_counter()
+            for line in lines:
+                read(line)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: seconds / len(lines) * 1e6 for name, seconds in best.items()}
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    rev = args.pop(args.index("--before") + 1) if "--before" in args else None
+    count = int(args[0]) if args and args[0] != "--before" else 3000
+    readers: dict[str, Callable[[bytes], Sample]] = {
+        "pydantic": read_sample,
+        "unchecked": unchecked,
+    }
+    if rev is not None:
+        readers["hand-written"] = hand_written(rev)
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = lines_of_a_run(Path(tmp), count)
+    results = {name: [read(line) for line in lines] for name, read in readers.items()}
+    same = all(r == results["pydantic"] for r in results.values())
+    print(f"{len(lines)} lines, best of {ROUNDS} rounds; all readers equal: {same}")
+    times = best_us(readers, lines)
+    for name, us in times.items():
+        ratio = us / times["pydantic"]
+        print(f"  {name:<13} {us:7.1f} µs a line  ({ratio:.2f}× pydantic's time)")
+
+
+if __name__ == "__main__":
+    main()
