@@ -31,7 +31,16 @@ from perfbench.stats.cost import Pricer, price
 from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
-from perfbench.store.documents import Headline, Meta, PlanDoc, SpecDoc, SuiteCase
+from perfbench.store.documents import (
+    Headline,
+    Host,
+    LoadInfo,
+    Meta,
+    PlanDoc,
+    Prices,
+    SpecDoc,
+    SuiteCase,
+)
 from perfbench.store.recorder import Recorder
 from perfbench.suite import Case, Suite
 from perfbench.targets import Target, open_target
@@ -262,7 +271,7 @@ class Session:
         """Take up an interrupted run (its lock held): keep every finished task, run only the
         rest."""
         store.remove_strays(run_dir)  # temp files of a process killed while writing one
-        meta: Meta = store.read_json(run_dir / store.META)
+        meta = store.recorded_meta(run_dir)
         if meta["suite"]["digest"] != self.suite.digest:
             raise StoreError(
                 f"{run_dir} was measured with another version of the suite (digest "
@@ -334,15 +343,18 @@ class Session:
             "target": self.target.name,
             "load": _load(self.plan),
             "plan": _plan_doc(self.plan),
-            "prices": {
-                **self.pricer.source(),
-                "priced_as": self.price_ref,
-                "simulated": self.target.simulated,
-            },
+            "prices": cast(
+                Prices,
+                {
+                    **self.pricer.source(),
+                    "priced_as": self.price_ref,
+                    "simulated": self.target.simulated,
+                },
+            ),
             "spec": _spec_doc(self.spec),
             "perfbench_version": __version__,
             "packages": host.package_versions(),
-            "host": host.fingerprint(),
+            "host": cast(Host, host.fingerprint()),
             "headline": None,
         }
         if self.plan.ray:  # said where the run is described (nodes filled in once the actors run)
@@ -363,8 +375,9 @@ def _case_doc(case: Case) -> SuiteCase:
     return doc
 
 
-# The spec's and the plan's documents are made below the store's types (spec, dataclasses):
-# meta.json's reader (store.documents.check_meta) is what holds them to those types.
+# The spec's, the plan's, the prices' and the host's documents are made below the store's types
+# (spec, dataclasses, stats, host): meta.json's reader (store.documents.check_meta) is what
+# holds them to those types.
 def _spec_doc(spec: RunSpec) -> SpecDoc:
     return cast(SpecDoc, spec.to_doc())
 
@@ -403,17 +416,19 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
         reserve.free()
 
 
-def _load(plan: Plan) -> dict[str, Any]:
+def _load(plan: Plan) -> LoadInfo:
     shape = plan.load
-    timed: dict[str, Any] = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
-    if plan.stages is not None:
-        timed["stages"] = [list(stage) for stage in plan.stages]
+    load: dict[str, Any]
     if shape is None:
-        return {
+        load = {
             "shape": "fixed",
             "concurrency": plan.concurrency,
             "ramp_up_s": round(plan.ramp_seconds(), 6),
-            **timed,
         }
-    kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
-    return {"shape": kind, **asdict(shape), **timed}
+    else:
+        load = {"shape": "adaptive" if isinstance(shape, Adaptive) else "rate", **asdict(shape)}
+    if plan.duration_s is not None:
+        load["duration_s"] = plan.duration_s
+    if plan.stages is not None:
+        load["stages"] = [list(stage) for stage in plan.stages]
+    return cast(LoadInfo, load)

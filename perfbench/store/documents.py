@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Required
 
 from pydantic import (
@@ -156,6 +156,57 @@ class SpecDoc(TypedDict, total=False):
 
 
 @_OPEN
+class LoadInfo(TypedDict, total=False):
+    """The load for people and for compare's notes: its shape and that shape's figures."""
+
+    shape: Required[str]  # fixed, adaptive or rate
+    concurrency: int
+    ramp_up_s: float
+    per_second: float
+    arrival: str
+    max_in_flight: int | None
+    trace: list[float] | None
+    start: int
+    maximum: int
+    decrease: float
+    cooldown_s: float
+    duration_s: float | None
+    stages: list[Stage]
+
+
+@_OPEN
+class Prices(TypedDict, total=False):
+    """Where the prices came from (``Pricer.source``), and as what the target was priced."""
+
+    package: str
+    timestamp: str
+    overrides: str | None
+    overrides_date: str | None
+    priced_as: str | None
+    simulated: bool
+
+
+@_OPEN
+class Host(TypedDict, total=False):
+    """``host.fingerprint()``."""
+
+    os: str
+    kernel: str
+    machine: str
+    cpu: str
+    cores: int | None
+    python: str
+    implementation: str
+
+
+@_OPEN
+class Ray(TypedDict, total=False):
+    address: str
+    actors: int
+    nodes: int  # distinct nodes, once the actors ran
+
+
+@_OPEN
 class Headline(TypedDict, total=False):
     """What list and show print of a run without reading its summary."""
 
@@ -180,18 +231,18 @@ class Meta(TypedDict, total=False):
     runs_auto: dict[str, Any]  # run --runs auto: the runs it settled on, and why
     suite: Required[SuiteInfo]
     target: Required[str]  # the target's key-free name (mock+http:default)
-    load: dict[str, Any]  # shape and its figures, for people and for compare's notes
+    load: LoadInfo
     plan: PlanDoc  # the plan as in spec.plan (kept for readers of older runs)
-    prices: dict[str, Any]  # where prices came from, priced_as, simulated
+    prices: Prices
     spec: SpecDoc
     perfbench_version: str
     packages: dict[str, str]
-    host: dict[str, Any]
+    host: Host
     headline: Headline | None  # tasks, ok, p50, p95 (list and show read it)
     error: str  # why a failed run failed
     stopped_by: str  # what interrupted it: SIGINT (Ctrl-C), SIGTERM, a Ray actor lost
     nodes: list[str]  # --ray: where each worker's actor ran (host:node id)
-    ray: dict[str, Any]  # --ray: {address, actors, nodes (distinct, once the actors ran)}
+    ray: Ray  # --ray: where the run is described
     invocation: dict[str, Any]  # how runs were started before specs were recorded
 
 
@@ -211,7 +262,7 @@ def check_meta(doc: Any) -> None:
 # --- samples.jsonl -------------------------------------------------------------------------
 
 
-def _line_type(cls: type, derived: dict[str, Any]) -> Any:
+def _line_type(cls: type, derived: Mapping[str, object]) -> Any:
     """The JSON object of a dataclass as ``to_json`` writes it, derived from its fields (a new
     field is checked without a change here): fields without a default required, the derived
     keys (``latency``) allowed, no other key (``Sample(**line)`` would refuse it); a float is a
