@@ -1,4 +1,4 @@
-"""What a reader checks before it trusts summary.json and sweep-plan.json (meta.json and the
+"""What a reader checks before it trusts summary.json (meta.json, sweep-plan.json and the
 lines of samples.jsonl are typed documents checked by pydantic: ``store.documents``).
 
 A run directory outlives the process that wrote it: it is copied, edited by hand, cut short by
@@ -263,49 +263,6 @@ def one_of(*choices: str) -> Leaf:
     return Leaf(" or ".join(repr(c) for c in choices), lambda v: v in choices)
 
 
-# --- sweep-plan.json (its base plan and target as in meta.json: store.documents) ---------
-
-_LOAD_FIELDS: dict[str, Shape] = {
-    "per_second": NUMBER,
-    "arrival": one_of("constant", "poisson"),
-    "duration_s": Maybe(NUMBER),
-    "max_in_flight": Maybe(COUNT),
-    "trace": Maybe(ListOf(NUMBER)),  # run --trace: the arrivals replayed, seconds from 0
-    "start": COUNT,
-    "maximum": COUNT,
-    "decrease": NUMBER,
-    "cooldown_s": NUMBER,
-}
-_SHAPE: dict[str, Shape] = {"shape": one_of("adaptive", "rate")}
-# Closed: the load is rebuilt from these keys on --resume, and another would not fit.
-_LOAD = Obj(_SHAPE, _LOAD_FIELDS, closed=True)
-
-
-_PLAN = Obj(
-    {},
-    {
-        **{count: COUNT for count in ("repeat", "concurrency", "workers")},
-        "runs": PASSES,
-        "warmup": PASSES,
-        "seed": INT,
-        "ramp_up": Maybe(NUMBER),
-        "load": Maybe(_LOAD),
-    },
-)
-_TARGET = Obj(
-    {"target": TEXT},
-    {
-        "base_url": Maybe(TEXT),
-        "api_key_env": Maybe(TEXT),
-        "stream": BOOL,
-        "retries": PASSES,
-        "max_retry_wait": NUMBER,
-        "check_tokens": BOOL,
-        "headers": ListOf(TEXT),
-        "upstream": TEXT,
-        "record": Maybe(TEXT),
-    },
-)
 # --- summary.json ------------------------------------------------------------------------
 
 _DISTRIBUTION = Maybe(
@@ -343,36 +300,3 @@ SUMMARY = Obj(
         "adaptive": Obj({"history": ListOf(JSON)}),
     },
 )
-
-# --- sweep-plan.json ---------------------------------------------------------------------
-
-_SWEEP = Obj(
-    {
-        "base": _PLAN,
-        "levels": ListOf(POSITIVE),
-        "rates": BOOL,
-        "max_level": POSITIVE,
-        "rule": Obj({k: NUMBER for k in ("error_budget", "p95_factor", "min_gain")}, closed=True),
-        "bisect_steps": PASSES,
-        "slo": Maybe(
-            Leaf(
-                "a [metric or objectives, limit] pair",
-                lambda v: (
-                    isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _number(v[1])
-                ),
-            )
-        ),
-    },
-    {"workers": PASSES},
-)
-SWEEP_PLAN = Obj(
-    {
-        "status": TEXT,
-        "cases": ListOf(TEXT),
-        # A target string beside ``options`` in sweeps started before specs were recorded.
-        "target": AnyOf((_TARGET, TEXT)),
-        "plan": _SWEEP,
-    },
-    {"suite_digest": TEXT, "label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT),
-     "server_metrics": Maybe(TEXT), "scrape_interval": NUMBER},
-)  # fmt: skip

@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetPydanticSchema,
+    Strict,
     TypeAdapter,
     ValidationError,
     with_config,
@@ -259,6 +260,65 @@ def check_meta(doc: Any) -> None:
         raise damage(exc) from None
 
 
+# --- sweep-plan.json ---------------------------------------------------------------------
+
+Positive = Annotated[float, Field(gt=0)]
+# sweep --slo: [the metric (or the goodput objectives), its limit]; a list in JSON.
+SloPair = Annotated[tuple[Annotated[str, Strict()], Annotated[float, Strict()]], Strict(False)]
+
+
+@_CLOSED
+class StopRuleDoc(TypedDict):
+    error_budget: float
+    p95_factor: float
+    min_gain: float
+
+
+@_OPEN
+class SweepPlanDoc(TypedDict, total=False):
+    """``spec.SweepPlan``: the levels and the rule that stops the sweep, over a base plan."""
+
+    base: Required[PlanDoc]
+    levels: Required[list[Positive]]
+    rates: Required[bool]
+    max_level: Required[Positive]
+    rule: Required[StopRuleDoc]
+    bisect_steps: Required[Passes]
+    slo: Required[SloPair | None]
+    workers: Passes
+
+
+@_OPEN
+class SweepDoc(TypedDict, total=False):
+    """sweep-plan.json: ``SweepSpec.to_doc()`` and the sweep's status."""
+
+    status: Required[str]
+    cases: Required[list[str]]
+    target: Required[TargetDoc]
+    plan: Required[SweepPlanDoc]
+    suite_digest: str
+    label: str | None
+    prices: str | None
+    out: str | None
+    server_metrics: str | None
+    scrape_interval: float
+
+
+_SWEEP = TypeAdapter(SweepDoc)
+
+
+def check_sweep(doc: Any) -> None:
+    """Raise ``Damage`` at the first place ``doc`` is not a sweep-plan.json ``sweep --resume``
+    can take up. A sweep started before specs were recorded named its target by a string
+    (beside ``options``): checked as the target it names."""
+    if isinstance(doc, dict) and isinstance(doc.get("target"), str):
+        doc = {**doc, "target": {"target": doc["target"]}}
+    try:
+        _SWEEP.validate_python(doc)
+    except ValidationError as exc:
+        raise damage(exc) from None
+
+
 # --- samples.jsonl -------------------------------------------------------------------------
 
 
@@ -311,6 +371,7 @@ def read_sample(line: bytes) -> Sample:
 _EXPECTED = {
     "dict_type": "an object",
     "list_type": "a list",
+    "tuple_type": "a list",
     "string_type": "a string",
     "int_type": "an integer",
     "float_type": "a number",

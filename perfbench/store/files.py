@@ -1,7 +1,7 @@
 """Files of a run directory: atomic JSON documents and the append-only samples.jsonl.
 
-Reading checks every document against what its readers rely on (meta.json and sample lines
-as the types of ``store.documents``, summary.json and sweep-plan.json by ``store.checks``): a
+Reading checks every document against what its readers rely on (meta.json, sweep-plan.json
+and sample lines as the types of ``store.documents``, summary.json by ``store.checks``): a
 damaged file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
 Writing never leaves half a file nor a temporary one: a failed write removes its temp file
 and raises a ``StoreError`` that keeps the cause (``No space left on device``)."""
@@ -43,10 +43,7 @@ _SHAPES: dict[str, tuple[Callable[[Any], None], str]] = {
         functools.partial(checks.check, shape=checks.SUMMARY),
         "summary.json is derived from samples.jsonl: delete it and perfbench recomputes it",
     ),
-    PLAN_FILE: (
-        functools.partial(checks.check, shape=checks.SWEEP_PLAN),
-        "restore it from a copy, or start the sweep anew",
-    ),
+    PLAN_FILE: (documents.check_sweep, "restore it from a copy, or start the sweep anew"),
 }
 _LINE_FIX = (
     "The line is damaged: delete it (its task is lost; `perfbench run --resume` of an "

@@ -1,4 +1,5 @@
-"""meta.json and samples.jsonl's lines read through their pydantic types (issue 41, item 6):
+"""meta.json, sweep-plan.json and samples.jsonl's lines read through their pydantic types
+(issue 41, item 6):
 what a real run wrote reads back equal and is written back byte for byte; a damaged document
 is named where and what; documents of older and newer versions keep their other keys."""
 
@@ -19,7 +20,8 @@ from perfbench.cli import app
 from perfbench.errors import StoreError
 from perfbench.sample import Sample, Step
 from perfbench.store.checks import Damage
-from perfbench.store.documents import check_meta, read_sample
+from perfbench.store.documents import check_meta, check_sweep, read_sample
+from perfbench.store.sweeps import PLAN_FILE
 from tests.helpers import CASES
 
 
@@ -229,3 +231,49 @@ def test_every_reader_of_meta_json_says_which_file_and_how_to_fix_it(
     said = str(caught.value)
     assert said.startswith(f"{tmp_path / store.META}: spec.plan.stages[0]: "), said
     assert "restore meta.json from a copy" in said
+
+
+# --- sweep-plan.json -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep_plan(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("sweeps")
+    made = CliRunner().invoke(app, ["sweep", str(CASES / "answer.yaml"), "-t", "mock:zero",
+                                    "-c", "1,2", "--runs", "1", "--warmup", "0",
+                                    "--out", str(out), "-q"])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    [found] = out.iterdir()
+    doc: dict[str, Any] = json.loads((found / PLAN_FILE).read_text())
+    return doc
+
+
+def test_a_sweeps_plan_and_one_from_before_specs_are_read(sweep_plan: dict[str, Any]) -> None:
+    check_sweep(sweep_plan)
+    older = copy.deepcopy(sweep_plan)
+    older["target"] = older["target"]["target"]
+    older["options"] = {"base_url": None, "api_key_env": None, "seed": 0}
+    check_sweep(older)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (_set("plan.levels", [1, 0]), "plan.levels[1]: input should be greater than 0"),
+        (_set("plan.slo", ["p95", "2s"]), "plan.slo[1]: expected a number, found a string"),
+        (_set("plan.slo", "p95<2s"), "plan.slo: expected a list, found a string"),
+        (_set("plan.rule.patience", 2), "plan.rule.patience: not a key this document has"),
+        (_set("plan.base.repeat", 0), "plan.base.repeat: input should be greater than or equal"),
+        (_set("target", 7), "target: expected an object, found a number (7)"),
+        (_set("target.retries", -1), "target.retries: input should be greater than or equal"),
+        (_drop("status"), "the key 'status' is missing"),
+    ],
+)
+def test_a_damaged_sweep_plan_is_said_where_and_what(
+    sweep_plan: dict[str, Any], edit: Callable[[dict[str, Any]], None], said: str
+) -> None:
+    doc = copy.deepcopy(sweep_plan)
+    edit(doc)
+    with pytest.raises(Damage) as caught:
+        check_sweep(doc)
+    assert str(caught.value).startswith(said), str(caught.value)
