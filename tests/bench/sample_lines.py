@@ -45,8 +45,8 @@ def lines_of_a_run(folder: Path, count: int) -> list[bytes]:
     return (found * (count // len(found) + 1))[:count]
 
 
-def hand_written(rev: str) -> Callable[[bytes], Sample]:
-    """The reader before pydantic: ``store/checks.py`` at ``rev``, loaded from git."""
+def hand_written_checks(rev: str) -> Any:
+    """``store/checks.py`` at ``rev`` (before pydantic), loaded from git as a module."""
     text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:perfbench/store/checks.py"],
                           check=True, capture_output=True, text=True).stdout  # fmt: skip
     spec = importlib.util.spec_from_loader("checks_before", loader=None)
@@ -54,6 +54,12 @@ def hand_written(rev: str) -> Callable[[bytes], Sample]:
     module: Any = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     exec(compile(text, "checks_before.py", "exec"), module.__dict__)
+    return module
+
+
+def hand_written(rev: str) -> Callable[[bytes], Sample]:
+    """The reader before pydantic: orjson, the shape check, ``Sample.from_json``."""
+    module = hand_written_checks(rev)
 
     def read(line: bytes) -> Sample:
         doc = orjson.loads(line)
