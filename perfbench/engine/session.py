@@ -32,11 +32,11 @@ from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
 from perfbench.store.documents import (
+    BarePlanDoc,
     Headline,
     Host,
     LoadInfo,
     Meta,
-    PlanDoc,
     Prices,
     SpecDoc,
     SuiteCase,
@@ -382,8 +382,8 @@ def _spec_doc(spec: RunSpec) -> SpecDoc:
     return cast(SpecDoc, spec.to_doc())
 
 
-def _plan_doc(plan: Plan) -> PlanDoc:
-    return cast(PlanDoc, asdict(plan))
+def _plan_doc(plan: Plan) -> BarePlanDoc:
+    return cast(BarePlanDoc, asdict(plan))
 
 
 def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> None:

@@ -84,11 +84,10 @@ class SuiteInfo(TypedDict):
 
 
 @_CLOSED
-class LoadDoc(TypedDict, total=False):
+class _LoadFields(TypedDict, total=False):
     """A plan's load (adaptive or rate): closed, since ``--resume`` rebuilds the load from
-    these keys and another would not fit. The spec's names its shape; ``plan``'s does not."""
+    these keys and another would not fit."""
 
-    shape: Literal["adaptive", "rate"]
     per_second: float
     arrival: Literal["constant", "poisson"]
     duration_s: float | None
@@ -100,12 +99,26 @@ class LoadDoc(TypedDict, total=False):
     cooldown_s: float
 
 
+@_CLOSED
+class LoadDoc(_LoadFields, total=False):
+    """The spec's load, which names its shape."""
+
+    shape: Required[Literal["adaptive", "rate"]]
+
+
+@_CLOSED
+class BareLoadDoc(_LoadFields, total=False):
+    """The load of meta.json's ``plan`` (``asdict``), which names no shape."""
+
+    shape: Literal["adaptive", "rate"]
+
+
 # --stages: (seconds, target) pairs, a list each in JSON.
 Stage = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
 @_OPEN
-class PlanDoc(TypedDict, total=False):
+class _PlanFields(TypedDict, total=False):
     """``spec.Plan`` (every key: ``--resume`` rebuilds the plan from them)."""
 
     repeat: Count
@@ -115,10 +128,23 @@ class PlanDoc(TypedDict, total=False):
     warmup: Passes
     seed: int
     ramp_up: float | None
-    load: LoadDoc | None
     ray: str | None
     duration_s: float | None
     stages: list[Stage] | None
+
+
+@_OPEN
+class PlanDoc(_PlanFields, total=False):
+    """The spec's plan."""
+
+    load: LoadDoc | None
+
+
+@_OPEN
+class BarePlanDoc(_PlanFields, total=False):
+    """meta.json's ``plan`` (kept for readers of older runs): ``asdict(Plan)``."""
+
+    load: BareLoadDoc | None
 
 
 @_OPEN
@@ -233,7 +259,7 @@ class Meta(TypedDict, total=False):
     suite: Required[SuiteInfo]
     target: Required[str]  # the target's key-free name (mock+http:default)
     load: LoadInfo
-    plan: PlanDoc  # the plan as in spec.plan (kept for readers of older runs)
+    plan: BarePlanDoc
     prices: Prices
     spec: SpecDoc
     perfbench_version: str

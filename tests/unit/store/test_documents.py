@@ -221,6 +221,24 @@ def test_a_damaged_meta_json_is_said_where_and_what(
     assert str(caught.value).startswith(said), str(caught.value)
 
 
+def test_the_specs_load_names_its_shape_and_the_older_plans_load_need_not(
+    tmp_path: Path,
+) -> None:
+    """meta.json's ``plan`` is ``asdict(Plan)``: its load has no ``shape``; the spec's load,
+    from which --resume rebuilds the load, must name it (a KeyError in ``spec._plan`` else)."""
+    made = CliRunner().invoke(app, ["run", str(CASES / "answer.yaml"), "-t", "mock:zero",
+                                    "--rate", "50", "--runs", "1", "--warmup", "0",
+                                    "--out", str(tmp_path), "-q"])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    [run] = tmp_path.iterdir()
+    meta = json.loads((run / store.META).read_text())
+    assert "shape" not in meta["plan"]["load"] and meta["spec"]["plan"]["load"]["shape"] == "rate"
+    check_meta(meta)
+    del meta["spec"]["plan"]["load"]["shape"]
+    with pytest.raises(Damage, match=r"^spec\.plan\.load: the key 'shape' is missing"):
+        check_meta(meta)
+
+
 def test_every_reader_of_meta_json_says_which_file_and_how_to_fix_it(
     run_dir: Path, meta: dict[str, Any], tmp_path: Path
 ) -> None:
