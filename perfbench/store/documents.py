@@ -14,6 +14,8 @@ others. The key-by-key meaning is in docs/metrics.md; ``schema`` is bumped when 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -44,11 +46,15 @@ _CLOSED = with_config(ConfigDict(**_RULES, extra="forbid"))  # no key but these
 
 Count = Annotated[int, Field(ge=1)]
 Passes = Annotated[int, Field(ge=0)]
+# A sample line's integers are 64-bit, as orjson (which wrote them) reads them: a larger one
+# is no count nor index perfbench wrote (an iteration of 10^30 would size --resume's TaskSet).
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**64 - 1)]
 # A sample line's float, kept as it was written (3 stays 3: a resumed run writes back what it
 # read), and one error when it is no number (a plain ``int | float`` reports one per member).
+# An integer past 64 bits is read as the float it is near, as orjson read it.
 _NUMBER = core_schema.union_schema(
     [
-        core_schema.int_schema(strict=True),
+        core_schema.int_schema(strict=True, ge=-(2**63), le=2**64 - 1),
         core_schema.float_schema(strict=True, allow_inf_nan=False),
     ],
     custom_error_type="not_a_number",
@@ -364,12 +370,18 @@ def _line_type(cls: type, derived: Mapping[str, object]) -> Any:
 
 
 def _json_hint(hint: Any) -> Any:
-    if hint == list[Step]:
-        return types.GenericAlias(list, (_STEP,))
+    """``hint`` with ``Step`` as its line, each float a ``Number`` and each int an ``Int64``."""
+    if hint is Step:
+        return _STEP
     if hint is float:
         return Number
-    if float in typing.get_args(hint):  # float | None
-        return Number | None
+    if hint is int:
+        return Int64
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is list:
+        return types.GenericAlias(list, (_json_hint(args[0]),))
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):  # X | None
+        return functools.reduce(operator.or_, map(_json_hint, args))
     return hint
 
 
