@@ -13,17 +13,25 @@ drop out):
   ``store/checks.py`` as it was at REV + ``Sample.from_json``, the reader pydantic replaced
   (issue 41, item 6: 3570f27).
 
-Usage: python tests/bench/sample_lines.py [LINES] [--before REV]
+With ``--before``, it also damages DAMAGES lines at random (a key deleted, added, or set to
+another JSON value; seeded) and counts where the two readers disagree: one reads a line the
+other refuses, or both read it to different samples.
+
+Usage: python tests/bench/sample_lines.py [LINES] [--before REV]   (DAMAGES = LINES)
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import json
+import random
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +77,55 @@ def hand_written(rev: str) -> Callable[[bytes], Sample]:
     return read
 
 
+_VALUES = [None, True, False, -1, 0, 2, 1.5, 10**30, "x", "", [], {}, [1], {"a": 1}, [[1, 2]],
+           "ok", "model"]  # fmt: skip
+
+
+def damaged(lines: list[bytes], count: int, seed: int = 2) -> Iterator[bytes]:
+    """``count`` lines, each with one key deleted, added or set to another value."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        doc = orjson.loads(rng.choice(lines))
+        parent, key = rng.choice(list(_places(doc)))
+        roll = rng.random()
+        if roll < 0.25 and isinstance(parent, dict):
+            del parent[key]
+        elif roll < 0.35 and isinstance(parent, dict):
+            parent[f"extra_{key}"] = 1
+        else:
+            parent[key] = copy.deepcopy(rng.choice(_VALUES))
+        yield json.dumps(doc).encode()  # json: orjson writes no 10**30
+
+
+def _places(doc: Any) -> Iterator[tuple[Any, Any]]:
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
+    for key, value in items:
+        yield doc, key
+        yield from _places(value)
+
+
+def disagreements(old: Callable[[bytes], Sample], lines: Iterable[bytes]) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    for line in lines:
+        new_sample, old_sample = _outcome(read_sample, line), _outcome(old, line)
+        if (new_sample is None) != (old_sample is None):
+            seen["read by one reader only"] += 1
+        elif new_sample is None:
+            seen["refused by both"] += 1
+        else:
+            seen["read by both" + ("" if new_sample == old_sample else ", differently")] += 1
+    return seen
+
+
+def _outcome(read: Callable[[bytes], Sample], line: bytes) -> Sample | None:
+    try:
+        return read(line)
+    except Exception:  # either reader's refusal (Damage, orjson's error): the line is refused
+        return None
+
+
 def unchecked(line: bytes) -> Sample:
     return Sample.from_json(orjson.loads(line))
 
@@ -103,6 +160,9 @@ def main() -> None:
     for name, us in times.items():
         ratio = us / times["pydantic"]
         print(f"  {name:<13} {us:7.1f} µs a line  ({ratio:.2f}× pydantic's time)")
+    if rev is not None:
+        seen = disagreements(readers["hand-written"], damaged(lines, len(lines)))
+        print(f"{len(lines)} damaged lines: {dict(seen)}")
 
 
 if __name__ == "__main__":
