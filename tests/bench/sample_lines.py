@@ -97,13 +97,13 @@ def damaged(lines: list[bytes], count: int, seed: int = 2) -> Iterator[bytes]:
         yield json.dumps(doc).encode()  # json: orjson writes no 10**30
 
 
-def _places(doc: Any) -> Iterator[tuple[Any, Any]]:
-    items = (
-        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
-    )
-    for key, value in items:
-        yield doc, key
-        yield from _places(value)
+def _places(line: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """Where a sample line holds values: its keys, its steps' keys, its gaps' items."""
+    yield from ((line, key) for key in line)
+    for step in line.get("steps") or ():
+        yield from ((step, key) for key in step)
+    for pair in line.get("itl_gaps") or ():
+        yield from ((pair, index) for index in range(len(pair)))
 
 
 def disagreements(old: Callable[[bytes], Sample], lines: Iterable[bytes]) -> Counter[str]:
