@@ -1,13 +1,15 @@
 """Files of a run directory: atomic JSON documents and the append-only samples.jsonl.
 
-Reading checks every document against what its readers rely on (``store.checks``): a damaged
-file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
+Reading checks every document against what its readers rely on (meta.json, sweep-plan.json
+and sample lines as the types of ``store.documents``, summary.json by ``store.checks``): a
+damaged file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
 Writing never leaves half a file nor a temporary one: a failed write removes its temp file
 and raises a ``StoreError`` that keeps the cause (``No space left on device``)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -23,7 +25,7 @@ import orjson
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
 from perfbench.stats.server_metrics import Scrape
-from perfbench.store import checks
+from perfbench.store import checks, documents
 
 META = "meta.json"
 SAMPLES = "samples.jsonl"
@@ -34,14 +36,14 @@ BATCH_BYTES = 1 << 16  # or until this much is pending
 RESERVE = ".reserve"  # room kept back for meta.json's last write (see ``Reserve``)
 PLAN_FILE = "sweep-plan.json"
 
-# What each document must look like, and how to repair one that does not.
-_SHAPES: dict[str, tuple[checks.Shape, str]] = {
-    META: (checks.META, "restore meta.json from a copy, or remove the run directory"),
+# What checks each document (raising ``checks.Damage``), and how to repair one that fails.
+_SHAPES: dict[str, tuple[Callable[[Any], None], str]] = {
+    META: (documents.check_meta, "restore meta.json from a copy, or remove the run directory"),
     SUMMARY: (
-        checks.SUMMARY,
+        functools.partial(checks.check, shape=checks.SUMMARY),
         "summary.json is derived from samples.jsonl: delete it and perfbench recomputes it",
     ),
-    PLAN_FILE: (checks.SWEEP_PLAN, "restore it from a copy, or start the sweep anew"),
+    PLAN_FILE: (documents.check_sweep, "restore it from a copy, or start the sweep anew"),
 }
 _LINE_FIX = (
     "The line is damaged: delete it (its task is lost; `perfbench run --resume` of an "
@@ -218,7 +220,7 @@ def read_json(path: Path) -> Any:
     known = _SHAPES.get(path.name)
     if known is not None:
         try:
-            checks.check(doc, known[0])
+            known[0](doc)
         except checks.Damage as exc:
             raise StoreError(f"{path}: {exc}; {known[1]}") from None
     return doc
@@ -312,14 +314,9 @@ def read_samples(run_dir: Path) -> Iterator[Sample]:
 
 def _sample(line: bytes, path: Path, number: int) -> Sample:
     try:
-        doc = orjson.loads(line)
-        checks.check(doc, checks.SAMPLE)
-    except orjson.JSONDecodeError as exc:
-        what = f"not a JSON line ({exc.msg}, column {exc.colno})"
-        raise StoreError(f"{path}:{number}: {what}. {_LINE_FIX}") from None
+        return documents.read_sample(line)
     except checks.Damage as exc:
         raise StoreError(f"{path}:{number}: {exc}. {_LINE_FIX}") from None
-    return Sample.from_json(doc)
 
 
 def read_server_metrics(run_dir: Path) -> Iterator[Scrape]:
