@@ -19,6 +19,9 @@ from perfbench.sources import Prompt, SourceError, files, sharegpt, trace
 from perfbench.sources.files import PromptFile
 from perfbench.sources.selection import pick
 from perfbench.sources.sharegpt import ShareGpt
+from perfbench.suite import Suite, load_suite
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sources"
 
 
 def visited(
@@ -144,3 +147,23 @@ def test_reading_a_source_holds_no_more_for_a_larger_file(tmp_path: Path, kind: 
     peak(small)  # the tokenizer and the encoder's caches, loaded once
     grown = peak(large) - peak(small)
     assert grown / (LARGE - SMALL) < 40  # bytes a row
+
+
+def test_a_sharegpt_list_written_a_conversation_a_line_gives_the_same_suite(
+    tmp_path: Path,
+) -> None:
+    """What docs/workloads.md tells users of a large ShareGPT list to do: the JSONL file
+    is streamed, and takes the same sample (the same digest)."""
+    listed = json.loads((FIXTURES / "sharegpt.json").read_text("utf-8"))
+    lines = tmp_path / "sg.jsonl"
+    lines.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in listed), "utf-8")
+
+    def suite(path: Path) -> Suite:
+        workload = tmp_path / f"{path.stem}-{path.suffix[1:]}.yaml"
+        source = {"sharegpt": {"path": str(path), "n": 3, "seed": 4}}
+        workload.write_text(json.dumps({"source": source}), "utf-8")
+        return load_suite([workload])
+
+    whole, streamed = suite(FIXTURES / "sharegpt.json"), suite(lines)
+    assert [c.input for c in streamed.cases] == [c.input for c in whole.cases]
+    assert streamed.digest == whole.digest
