@@ -1,9 +1,9 @@
 """Which prompts of a data file a workload takes: length filters, ``n``, and a seeded sample.
 
-With ``n``, the file's entries are visited in an order shuffled by the seed and the first
-``n`` that pass the filters are taken (as vLLM's benchmark samples ShareGPT), so only those
-visited are counted in tokens: a file of 90,000 conversations costs what ``n`` of them cost.
-The prompts taken are then put back in file order, which is the order they run in."""
+With ``n``, the taken are the first ``n`` that pass the filters in an order of the entries
+shuffled by the seed (as vLLM's benchmark samples ShareGPT), in file order, which is the
+order they run in. The file is read once in its order, and an entry is counted in tokens
+only while it could still be taken: for 100 of 90,000 conversations, ~800 are counted."""
 
 from __future__ import annotations
 
