@@ -14,6 +14,7 @@ before; the recorded replies are not sent, only counted for the output length as
 
 from __future__ import annotations
 
+import codecs
 import functools
 import itertools
 import json
@@ -73,9 +74,8 @@ def prompts(spec: ShareGpt, base: Path) -> list[Prompt]:
 
 
 def stream(spec: ShareGpt, base: Path) -> Iterator[Prompt]:
-    """The conversations' prompts taken by ``spec``. A JSONL file is read a line at a time
-    (twice with ``n``: to count, then to take); a JSON list is parsed whole, as the standard
-    library parses, then its entries taken one at a time."""
+    """The conversations' prompts taken by ``spec``, the file read a conversation at a time
+    (twice with ``n``: to count, then to take)."""
     path = spec.file(base)
     tokenizer = Tokenizer(spec.tokenizer)
 
@@ -116,15 +116,39 @@ def _per_turn(replied: list[int]) -> int:
 
 def _entries(path: Path, *, counted: bool) -> tuple[int, Iterator[tuple[int | None, Any]]]:
     """How many conversations there are (0 unless ``counted``), and each with its line
-    (JSONL only: the standard library's JSON parser says where a syntax error is, but not
-    where each value of a good file sits)."""
+    (JSONL only: a JSON list's parser says where a syntax error is, but not where each value
+    of a good file sits). Either file is read an entry at a time, twice when counted."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         total = sum(1 for _ in filled_lines(path)) if counted else 0
         return total, ((n, _json(line, path, n)) for n, line in filled_lines(path))
-    data = _json(read_text(path), path, None)
-    if not isinstance(data, list):
-        raise SourceError((), "expected a JSON list of conversations", file=path, line=1)
-    return len(data), ((None, entry) for entry in data)
+    total = sum(1 for _ in _listed(path)) if counted else 0
+    return total, ((None, entry) for entry in _listed(path))
+
+
+def _listed(path: Path) -> Iterator[Any]:
+    """The entries of a JSON list, parsed one at a time (ijson): ShareGPT's own file is
+    ~670 MB of JSON, several GB parsed whole."""
+    import ijson  # only for a JSON list
+
+    with path.open("rb") as file:
+        if file.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            file.seek(0)
+        events = ijson.parse(file, use_float=True)
+        try:
+            first = next(events, None)
+            if first is None or first[1] != "start_array":
+                raise SourceError((), "expected a JSON list of conversations", file=path, line=1)
+            yield from ijson.items(events, "item")
+        except ijson.JSONError as exc:
+            raise _located(path, exc) from exc
+
+
+def _located(path: Path, exc: Exception) -> SourceError:
+    """A JSON list's syntax error, with its line: ijson's errors give none, so the file is
+    parsed whole to find it (only when it is broken); its own message if that parses."""
+    _json(read_text(path), path, None)  # raises the located error
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return SourceError((), f"is not JSON: {first}", file=path)
 
 
 def _json(text: str, path: Path, line: int | None) -> Any:

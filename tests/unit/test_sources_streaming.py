@@ -96,6 +96,13 @@ def _sharegpt(path: Path, rows: int) -> Path:
     return path
 
 
+def _sharegpt_list(path: Path, rows: int) -> Path:
+    """The same conversations as one JSON list, ShareGPT's own format."""
+    lines = _sharegpt(path.with_suffix(".jsonl"), rows).read_text("utf-8").splitlines()
+    path.write_text("[\n" + ",\n".join(lines) + "\n]\n", "utf-8")
+    return path
+
+
 def _arrivals(rows: int) -> Iterator[Arrival]:
     for i in range(rows):
         yield Arrival(i / 10, input_length=24, output_length=4, hash_ids=(i % 3, i), line=i + 1)
@@ -133,6 +140,11 @@ def _sources(tmp: Path) -> dict[str, Callable[[int], Callable[[], Iterator[Promp
             ShareGpt(path=str(_sharegpt(tmp / f"t{rows}.jsonl", rows)), n=20, max_input=40),
             tmp,
         ),
+        "sharegpt list with n": lambda rows: partial(
+            sharegpt.stream,
+            ShareGpt(path=str(_sharegpt_list(tmp / f"l{rows}.json", rows)), n=20),
+            tmp,
+        ),
         "trace": lambda rows: partial(trace.stream, _arrivals(rows), tmp / "trace.jsonl"),
     }
 
@@ -141,7 +153,7 @@ def _sources(tmp: Path) -> dict[str, Callable[[int], Callable[[], Iterator[Promp
 def test_reading_a_source_holds_no_more_for_a_larger_file(tmp_path: Path, kind: str) -> None:
     """8 times the rows, about the same memory: each prompt is read, given and let go (with
     ``n``, the shuffle's ranks, 16 bytes a row, and the n kept). Holding the rows, as the
-    sources did, took ~0.5 KB a row; a trace keeps its blocks' texts, here three."""
+    sources did, took ~0.7-1.7 KB a row; a trace keeps its blocks' texts, here three."""
     reader = _sources(tmp_path)[kind]
     small, large = reader(SMALL), reader(LARGE)
     peak(small)  # the tokenizer and the encoder's caches, loaded once
@@ -152,8 +164,8 @@ def test_reading_a_source_holds_no_more_for_a_larger_file(tmp_path: Path, kind: 
 def test_a_sharegpt_list_written_a_conversation_a_line_gives_the_same_suite(
     tmp_path: Path,
 ) -> None:
-    """What docs/workloads.md tells users of a large ShareGPT list to do: the JSONL file
-    is streamed, and takes the same sample (the same digest)."""
+    """The same conversations as a list or a line each take the same sample (the same
+    digest), as docs/workloads.md says."""
     listed = json.loads((FIXTURES / "sharegpt.json").read_text("utf-8"))
     lines = tmp_path / "sg.jsonl"
     lines.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in listed), "utf-8")
