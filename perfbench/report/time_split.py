@@ -24,7 +24,7 @@ def table(summary: Mapping[str, Any]) -> Grid | None:
     if "time_split" not in pooled["overall"]:
         return None
     grid = Grid(
-        "Where the time went, per task (ms, successful tasks, runs pooled)", ["case"], VALUES
+        "Where the time went, per task (ms, completed tasks, runs pooled)", ["case"], VALUES
     )
     grid.caption = (
         "model: model calls on the critical path; agent: the agent's own time outside every "
@@ -42,7 +42,7 @@ def _cells(m: Mapping[str, Any]) -> list[str]:
     rate = success["rate"]
     return [
         "–" if rate is None else f"{rate:.1%}",
-        dollars(success["cost_per_success"]),
+        _per_success(rate, success["cost_per_success"]),
         _pct(split["model"], "p50"),
         _pct(split["model"], "p95"),
         _pct(split["tool"], "p50"),
@@ -52,6 +52,12 @@ def _cells(m: Mapping[str, Any]) -> list[str]:
         number(m.get("model_calls")),
         number(m.get("tokens_out"), 0),
     ]
+
+
+def _per_success(rate: float | None, cost: float | None) -> str:
+    """Cost per successful task; "–" where no task succeeded (there is no such cost: it is not
+    that the tasks were unpriced)."""
+    return "–" if cost is None and rate == 0 else dollars(cost)
 
 
 def _pct(distribution: Mapping[str, Any] | None, key: str) -> str:
@@ -73,7 +79,7 @@ def section(runs: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) ->
     parts = ["", "## Where the time went, and success", "",
              md_table(header, rows, right=range(2, 8)), ""]  # fmt: skip
     parts += [
-        "Medians across runs of each part's mean over the successful tasks (ms): model calls "
+        "Medians across runs of each part's mean over the tasks that finished ok (ms): model calls "
         "on the critical path, tool calls, the agent's own time outside every call, the "
         "client's wait for a connection. Success: ok and as the case expects.",
         "",
@@ -93,6 +99,6 @@ def _md_cells(m: Mapping[str, Any]) -> list[str]:
     rate = med("success.rate")
     return [
         "–" if rate is None else f"{rate:.1%}",
-        dollars(med("success.cost_per_success")),
+        _per_success(rate, med("success.cost_per_success")),
         *(ms(med(f"time_split.{part}.mean")) for part in ("model", "tool", "agent", "client")),
     ]
