@@ -134,19 +134,46 @@ class _Shape:
     """What every span of the run shares: when it started (epoch ns), provider and model."""
 
     origin_ns: int
-    provider: str
-    model: str
+    provider: str | None  # None: not known (an agent whose model calls perfbench did not see)
+    model: str | None
     agent: str
 
     @classmethod
     def of(cls, meta: dict[str, Any]) -> _Shape:
         started = datetime.fromisoformat(str(meta["started_at"]))
         target = str(meta.get("target") or "unknown")
-        provider, _, model = target.partition("/")
-        return cls(int(started.timestamp() * 1e9), provider, model or target, target)
+        provider, model = _model_of(target, (meta.get("spec") or {}).get("target") or {})
+        return cls(int(started.timestamp() * 1e9), provider, model, target)
 
     def ns(self, offset: float) -> int:
         return self.origin_ns + int(offset * 1e9)
+
+    def chat_name(self) -> str:
+        """A model call's span name, as the conventions form it: ``chat {request model}``."""
+        return f"chat {self.model}" if self.model else "chat"
+
+
+MOCK_PROVIDER = "perfbench.mock"  # the mock speaks OpenAI's wire format but is no provider
+_AGENTS = ("cmd:", "python:", "http+agent:", "http+agents:")
+
+
+def _model_of(target: str, spec: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``gen_ai.provider.name`` and ``gen_ai.request.model`` for a target string (registry.py's
+    forms): ``openai/gpt-4o`` is provider and model; a mock is perfbench's with the model it is
+    asked for (``@model``, else ``mock``); an agent's model calls go to its ``--upstream``
+    (``cmd:`` always, the others with ``--proxy``), else neither is known. Never a piece of a
+    command line: ``cmd:/usr/bin/python a.py`` split at its first "/" gave a provider "cmd:"."""
+    if target.startswith(_AGENTS):
+        upstream = spec.get("upstream") or ("mock+http" if target.startswith("cmd:") else None)
+        proxied = target.startswith("cmd:") or spec.get("proxy")
+        return _model_of(str(upstream), {}) if upstream and proxied else (None, None)
+    if target.startswith("mock"):
+        model = target.partition("@")[2]
+        return MOCK_PROVIDER, model or "mock"
+    provider, slash, model = target.partition("/")
+    if slash and ":" not in provider:
+        return provider, model
+    return None, None
 
 
 def _resource(meta: dict[str, Any]) -> dict[str, Any]:
@@ -229,7 +256,7 @@ def _step_shape(step: Step, shape: _Shape) -> tuple[str, Any, dict[str, Any]]:
             "http.response.status_code": step.http_status,
             "perfbench.api": step.name,
         }
-        name, kind = f"chat {shape.model}", trace.SpanKind.CLIENT
+        name, kind = shape.chat_name(), trace.SpanKind.CLIENT
     attrs["error.type"] = _step_error(step)
     attrs["perfbench.turn"] = step.turn
     return name, kind, {k: v for k, v in attrs.items() if v is not None}
@@ -268,7 +295,8 @@ class _Instruments:
 
     def add(self, s: Sample, shape: _Shape) -> None:
 
-        base = {ga.GEN_AI_PROVIDER_NAME: shape.provider, ga.GEN_AI_REQUEST_MODEL: shape.model}
+        known = {ga.GEN_AI_PROVIDER_NAME: shape.provider, ga.GEN_AI_REQUEST_MODEL: shape.model}
+        base = {k: v for k, v in known.items() if v is not None}
         task = {**base, ga.GEN_AI_OPERATION_NAME: "invoke_agent"}
         if s.error_kind:
             task["error.type"] = s.error_kind

@@ -210,3 +210,51 @@ def test_run_with_otlp_sends_its_tasks_after_the_run(
     (run_dir,) = tmp_path.iterdir()
     _check_tree(_spans(got.traces), _measured(run_dir), failures=False)
     assert f"sent to {url}" in done.stderr
+
+
+class _Kept:
+    """An exporter that keeps the spans (otel.record's other end)."""
+
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+
+    def spans(self, batch: Any) -> None:
+        self.kept.extend(batch)
+
+    def metrics(self, data: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("target", "spec", "provider", "model"),
+    [
+        ("cmd:/usr/bin/python my_agent.py", {"upstream": "openai/gpt-4o-mini"}, "openai",
+         "gpt-4o-mini"),
+        ("cmd:/usr/bin/python my_agent.py", {"upstream": "mock+http:/tmp/p.yaml"},
+         "perfbench.mock", "mock"),
+        ("mock+http:default@sim", {}, "perfbench.mock", "sim"),
+        ("anthropic/claude-3-5-haiku", {}, "anthropic", "claude-3-5-haiku"),
+        ("http+agent://127.0.0.1:9/run", {"upstream": "openai/gpt-4o", "proxy": False}, None,
+         None),
+        ("python:pkg.mod:fn", {"upstream": "deepseek/deepseek-chat", "proxy": True}, "deepseek",
+         "deepseek-chat"),
+    ],
+)  # fmt: skip
+def test_provider_and_model_come_from_the_model_a_task_called(
+    run_dir: Path, target: str, spec: dict[str, Any], provider: str | None, model: str | None
+) -> None:
+    """A `cmd:` agent's spans said provider "cmd:" and model "usr/bin/python my_agent.py" (the
+    target split at its first "/"); a mock's, "mock+http:default" for both. Its model calls go
+    to --upstream: that names them; an agent whose calls perfbench did not see names none."""
+    meta = {**store.read_json(run_dir / store.META), "target": target}
+    meta["spec"] = {**meta["spec"], "target": {**meta["spec"]["target"], **spec}}
+    kept = _Kept()
+    otel.record(_measured(run_dir)[:4], meta, kept)
+    chats = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "chat"]
+    roots = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
+    assert chats and len(roots) == 4
+    for span in chats + roots:
+        assert span.attributes.get("gen_ai.provider.name") == provider, span.attributes
+        assert span.attributes.get("gen_ai.request.model") == model
+    assert {s.name for s in chats} == {f"chat {model}" if model else "chat"}
+    assert {s.attributes["gen_ai.agent.name"] for s in roots} == {target}
