@@ -148,9 +148,10 @@ class _Shape:
     def ns(self, offset: float) -> int:
         return self.origin_ns + int(offset * 1e9)
 
-    def chat_name(self) -> str:
-        """A model call's span name, as the conventions form it: ``chat {request model}``."""
-        return f"chat {self.model}" if self.model else "chat"
+    def asked(self, step: Step) -> str | None:
+        """The model a call asked for: its own when the step saw the request (an agent's call
+        through the proxy names its model), else the target's."""
+        return step.model or self.model
 
 
 MOCK_PROVIDER = "perfbench.mock"  # the mock speaks OpenAI's wire format but is no provider
@@ -246,17 +247,20 @@ def _step_shape(step: Step, shape: _Shape) -> tuple[str, Any, dict[str, Any]]:
         }
         name, kind = f"execute_tool {step.name}", trace.SpanKind.INTERNAL
     else:
+        model = shape.asked(step)
         attrs = {
             ga.GEN_AI_OPERATION_NAME: "chat",
             ga.GEN_AI_PROVIDER_NAME: shape.provider,
-            ga.GEN_AI_REQUEST_MODEL: shape.model,
+            ga.GEN_AI_REQUEST_MODEL: model,
             ga.GEN_AI_USAGE_INPUT_TOKENS: step.tokens_in,
             ga.GEN_AI_USAGE_OUTPUT_TOKENS: step.tokens_out,
             ga.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: step.ttft,
+            ga.GEN_AI_RESPONSE_FINISH_REASONS: [step.finish] if step.finish else None,
             "http.response.status_code": step.http_status,
             "perfbench.api": step.name,
         }
-        name, kind = shape.chat_name(), trace.SpanKind.CLIENT
+        # The conventions' name: "{operation} {request model}".
+        name, kind = f"chat {model}" if model else "chat", trace.SpanKind.CLIENT
     attrs["error.type"] = _step_error(step)
     attrs["perfbench.turn"] = step.turn
     return name, kind, {k: v for k, v in attrs.items() if v is not None}
@@ -295,15 +299,14 @@ class _Instruments:
 
     def add(self, s: Sample, shape: _Shape) -> None:
 
-        known = {ga.GEN_AI_PROVIDER_NAME: shape.provider, ga.GEN_AI_REQUEST_MODEL: shape.model}
-        base = {k: v for k, v in known.items() if v is not None}
-        task = {**base, ga.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        task = {**_known(shape.provider, shape.model), ga.GEN_AI_OPERATION_NAME: "invoke_agent"}
         if s.error_kind:
             task["error.type"] = s.error_kind
         self.duration.record(s.latency, task)
         for step in s.steps:
             if step.kind == "model":
-                self._call(step, {**base, ga.GEN_AI_OPERATION_NAME: "chat"})
+                attrs = _known(shape.provider, shape.asked(step))
+                self._call(step, {**attrs, ga.GEN_AI_OPERATION_NAME: "chat"})
 
     def _call(self, step: Step, attrs: dict[str, str]) -> None:
 
@@ -314,6 +317,11 @@ class _Instruments:
         for kind, count in (("input", step.tokens_in), ("output", step.tokens_out)):
             if count is not None:
                 self.tokens.record(count, {**attrs, ga.GEN_AI_TOKEN_TYPE: kind})
+
+
+def _known(provider: str | None, model: str | None) -> dict[str, str]:
+    known = {ga.GEN_AI_PROVIDER_NAME: provider, ga.GEN_AI_REQUEST_MODEL: model}
+    return {k: v for k, v in known.items() if v is not None}
 
 
 class _Batches(SpanProcessor):

@@ -66,7 +66,8 @@ def _pct(distribution: Mapping[str, Any] | None, key: str) -> str:
 
 def section(runs: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) -> list[str]:
     """The release report's section: per run and case, success rate, cost per successful
-    task and the mean of each part (medians across runs), then the stacked chart."""
+    task, the mean of each part, model calls and output tokens per task (medians across
+    runs), then the stacked chart."""
     rows = []
     for name, summary in runs:
         for case, m in summary["across_runs"]["cases"].items():
@@ -75,13 +76,15 @@ def section(runs: Sequence[tuple[str, Mapping[str, Any]]], chart: str | None) ->
             rows.append([case, name, *_md_cells(m)])
     if not rows:
         return []
-    header = ("case", "run", "success", "$/success", "model", "tool", "agent", "client")
+    header = ("case", "run", "success", "$/success", "model", "tool", "agent", "client",
+              "calls", "tok out")  # fmt: skip
     parts = ["", "## Where the time went, and success", "",
-             md_table(header, rows, right=range(2, 8)), ""]  # fmt: skip
+             md_table(header, rows, right=range(2, len(header))), ""]  # fmt: skip
     parts += [
         "Medians across runs of each part's mean over the tasks that finished ok (ms): model calls "
         "on the critical path, tool calls, the agent's own time outside every call, the "
-        "client's wait for a connection. Success: ok and as the case expects.",
+        "client's wait for a connection. Success: ok and as the case expects. Calls: model "
+        "calls per task; tok out: output tokens per task.",
         "",
     ]
     if chart:
@@ -101,4 +104,6 @@ def _md_cells(m: Mapping[str, Any]) -> list[str]:
         "–" if rate is None else f"{rate:.1%}",
         _per_success(rate, med("success.cost_per_success")),
         *(ms(med(f"time_split.{part}.mean")) for part in ("model", "tool", "agent", "client")),
+        number(med("model_calls")),
+        number(med("tokens_out"), 0),
     ]

@@ -77,6 +77,7 @@ def test_port_record_and_json(tmp_path: Path) -> None:
             live = orjson.loads(proxy.stdout.readline())  # printed as the call ended
             assert live["event"] == "call" and live["model"] == "gpt-a"
             assert live["status"] == "ok" and live["ttft"] > 0 and live["tokens_out"] > 0
+            assert live["finish"] == "stop"  # why the reply ended, as the API said it
         finally:
             rest, said = _stop(proxy)
     assert proxy.returncode == 0, said

@@ -115,6 +115,7 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
         if "parentSpanId" in span:
             children.setdefault(span["parentSpanId"], []).append(span)
     failed = 0
+    finished: set[str | None] = set()
     for s in samples:
         root, attrs = roots[(s.run, s.case, s.iteration)]
         assert "parentSpanId" not in root
@@ -130,6 +131,12 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
         assert sorted(int(c.get("gen_ai.usage.output_tokens", -1)) for c in chats) == sorted(
             -1 if st.tokens_out is None else st.tokens_out for st in model_steps
         )
+        # Why each reply ended, as the conventions' array (a failed call has none).
+        reasons = [c.get("gen_ai.response.finish_reasons", {}).get("values", []) for c in chats]
+        assert sorted(",".join(v["stringValue"] for v in r) for r in reasons) == sorted(
+            st.finish or "" for st in model_steps
+        )
+        finished.update(st.finish for st in model_steps if st.status == "ok")
         tools = {_attrs(k).get("gen_ai.tool.name") for k in kids} - {None}
         assert tools == {st.name for st in s.steps if st.kind == "tool"}
         for part in ("model", "tool", "agent", "client"):  # the time split rides along
@@ -143,6 +150,7 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
                 "STATUS_CODE_ERROR",
             )
     assert failed > 0 or not failures  # the injected 500s are there, as error spans
+    assert {"stop", "tool_calls"} <= finished  # every answered call says why it ended
 
 
 def test_the_run_arrives_at_an_otlp_endpoint_as_a_span_tree(
@@ -258,3 +266,20 @@ def test_provider_and_model_come_from_the_model_a_task_called(
         assert span.attributes.get("gen_ai.request.model") == model
     assert {s.name for s in chats} == {f"chat {model}" if model else "chat"}
     assert {s.attributes["gen_ai.agent.name"] for s in roots} == {target}
+
+
+def test_a_call_names_the_model_it_asked_for(run_dir: Path) -> None:
+    """An agent's calls through the proxy choose their model (the step's ``model``): their chat
+    spans and metrics name it, not the --upstream's."""
+    meta = {**store.read_json(run_dir / store.META), "target": "cmd:agent"}
+    meta["spec"] = {**meta["spec"], "target": {**meta["spec"]["target"],
+                                               "upstream": "openai/gpt-4o"}}  # fmt: skip
+    samples = _measured(run_dir)[:3]
+    for s in samples:
+        for st in s.steps:
+            st.model = "gpt-4o-mini" if st.kind == "model" else None
+    kept = _Kept()
+    otel.record(samples, meta, kept)
+    chats = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "chat"]
+    assert chats and {s.name for s in chats} == {"chat gpt-4o-mini"}
+    assert {s.attributes["gen_ai.request.model"] for s in chats} == {"gpt-4o-mini"}

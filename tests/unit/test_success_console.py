@@ -55,3 +55,20 @@ def test_when_every_task_succeeded_the_screen_is_as_before() -> None:
     screen = _screen(_samples(missed=False))
     assert "success" not in screen.splitlines()[-3] and "/successful task" not in screen
     assert "Where the time went" not in screen  # a model endpoint: --details has it
+
+
+def test_the_reports_section_has_calls_and_tokens_beside_the_split() -> None:
+    """Issue 39 asks for model calls and tokens per task beside the split: the console's table
+    had them, the report's did not."""
+    from perfbench.report.time_split import section
+
+    samples = _samples(missed=True)
+    for s in samples:
+        s.tokens_out = 12
+    summary: Any = summarize(samples, {"good": 60, "bad": 60})
+    lines = "\n".join(section([("v1", summary)], None)).splitlines()
+    header = next(line for line in lines if line.startswith("| case"))
+    assert header.split("|")[-3:-1] == [" calls ", " tok out "]
+    rows = {line.split("|")[1].strip(): line.split("|") for line in lines if "| v1 |" in line}
+    assert [c.strip() for c in rows["good"][-3:-1]] == ["1.0", "12"]
+    assert rows["bad"][3].strip() == "0.0%" and rows["bad"][4].strip() == "–"  # none succeeded
