@@ -72,3 +72,20 @@ def test_the_reports_section_has_calls_and_tokens_beside_the_split() -> None:
     rows = {line.split("|")[1].strip(): line.split("|") for line in lines if "| v1 |" in line}
     assert [c.strip() for c in rows["good"][-3:-1]] == ["1.0", "12"]
     assert rows["bad"][3].strip() == "0.0%" and rows["bad"][4].strip() == "–"  # none succeeded
+
+
+def test_a_sweep_level_gives_its_success_rate_under_load() -> None:
+    """Success under load (issue 39, AIPerf #1038): a sweep's table gave errors and 429s per
+    level, not whether the tasks that completed still did what their case expects."""
+    from perfbench.report.sweep_md import markdown
+    from perfbench.stats.knee import level_of
+
+    level = level_of(8, summarize(_samples(missed=True), {"good": 60, "bad": 60}))
+    assert level.success_rate == 0.5 and level.error_rate == 0.0
+    findings = {"knee": None, "stopped_by": {}, "kneedle": None, "usl": None,
+                "client_bound_levels": []}  # fmt: skip
+    lines = markdown([level], findings, rates=False, slo=None).splitlines()
+    header = next(line for line in lines if line.startswith("| concurrency"))
+    row = next(line for line in lines if line.startswith("| 8 |"))
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert cells[" success "].strip() == "50.0%" and cells[" errors "].strip() == "0.0%"
