@@ -142,3 +142,17 @@ def test_the_printed_url_works_as_the_official_sdks_base_url() -> None:
     assert set(rows) == {"sdk-chat", "sdk-stream", "sdk-responses", "sdk-claude"}
     assert all(row[1:3] == ["1", "0"] for row in rows.values())
     assert rows["sdk-stream"][3].endswith("ms")  # the streamed call's TTFT
+
+
+def test_the_proxy_starts_without_the_other_commands_modules() -> None:
+    """A script waits on the proxy's first line: it imports its own command, not every one's
+    (compare, the engine: about half its start-up on a loaded machine). Every command is still
+    there for the rest of the command line."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "perfbench", "proxy",
+                           "--help"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "--record" in done.stdout, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "perfbench.cli.app" in imported  # (importlib's imports are not in importtime's)
+    assert not imported & {"perfbench.cli.compare", "perfbench.cli.run", "perfbench.cli.sweep"}
+    listed = subprocess.run(perfbench("--help"), capture_output=True, text=True, timeout=120)
+    assert all(name in listed.stdout for name in ("run", "compare", "proxy", "sweep"))
