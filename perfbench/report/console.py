@@ -359,6 +359,7 @@ def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
         rate.append(f"errors {overall['error_rate']['median']:.1%}")
+    rate.append(_success(summary))
     fewest = _fewest_per_run(summary)
     times = [
         _median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95", thin(fewest, p))
@@ -396,13 +397,33 @@ def _median(
     return form.format(value)
 
 
+def _success(summary: Mapping[str, Any]) -> str:
+    """The success rate (ok and as the case expects), where it says more than the error rate:
+    when some tasks finished but missed their expect. Empty otherwise."""
+    if not summary["pooled"]["overall"].get("expect_mismatch"):
+        return ""
+    rate = summary["across_runs"]["overall"].get("success.rate")
+    return "" if rate is None else f"success {rate['median']:.1%}"
+
+
 def _cost(pooled: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     per_task = pooled.get("cost_per_task")
     if per_task is None:
         return "cost unpriced"
     total = per_task * pooled.get("tasks", 0)
     simulated = " (SIMULATED)" if (meta.get("prices") or {}).get("simulated") else ""
-    return f"cost {dollars(per_task)}/task, {dollars(total)} in all{simulated}"
+    success = _per_success(pooled)
+    return f"cost {dollars(per_task)}/task{success}, {dollars(total)} in all{simulated}"
+
+
+def _per_success(pooled: Mapping[str, Any]) -> str:
+    """What one success cost (the failures' cost included), when some task did not succeed:
+    otherwise it is the cost per task again."""
+    success = pooled.get("success") or {}
+    per = success.get("cost_per_success")
+    if per is None or success.get("tasks") == pooled.get("tasks"):
+        return ""
+    return f", {dollars(per)}/successful task"
 
 
 def notes(

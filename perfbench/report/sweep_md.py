@@ -63,6 +63,10 @@ def knee_label(findings: Mapping[str, Any]) -> str | None:
     return f"{KNEE_NAMES[kind][0].lower()} {knee:g}"
 
 
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
 def markdown(
     levels: list[Level],
     findings: Mapping[str, Any],
@@ -77,8 +81,9 @@ def markdown(
     lines = [
         f"# Sweep over {unit}",
         "",
-        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s per task | in flight |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s per task | in flight "
+        "| success |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in levels:
         sustained = in_flight(v)
@@ -86,14 +91,15 @@ def markdown(
         lines.append(
             f"| {v.level:g} | {v.throughput:.2f} | {p50} | {p95} | {p99} "
             f"| {v.error_rate:.1%} | {v.throttle_rate:.2f} "
-            f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
+            f"| {'–' if sustained is None else f'{sustained:.1f}'} | {_rate(v.success_rate)} |"
         )
     marked = any(THIN in line for line in lines[4:])
     lines += [
         "",
         *([THIN_NOTE, ""] if marked else []),
         "in flight: the mean tasks in flight by Little's law (tasks/s × the mean latency of "
-        "successful tasks); failed tasks and the client's own time between tasks are not in it.",
+        "successful tasks); failed tasks and the client's own time between tasks are not in it. "
+        "success: tasks that finished ok and as their case expects.",
         "",
         "## Findings",
         "",

@@ -165,9 +165,12 @@ def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
             "See samples.jsonl for each error."
         )
     if mismatch:
+        # Not only tool calls: an expect may also ask for text in the output (suite.Expect).
         yield (
-            f"{mismatch} task(s) did not make the tool calls their case expects; they are "
-            "measured but counted as not matching."
+            f"{mismatch} of {tasks} measured task(s) finished but not as their case's expect "
+            "asks (its tool calls in order, its output_contains): they are timed, yet count "
+            'against the success rate, not as errors. Their samples have "expect_ok": false '
+            "in samples.jsonl; check the case's expect or the target's answers."
         )
 
 
