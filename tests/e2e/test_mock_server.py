@@ -205,58 +205,40 @@ async def _stream_timing(
     return times[0] - sent[0], [b - a for a, b in itertools.pairwise(times)]
 
 
-def _sixteen_streams(tmp_path: Path, name: str, ttft_ms: int, itl_ms: int) -> Path:
-    profile = tmp_path / f"{name}.yaml"
+def test_ttft_and_gaps_match_the_profile_at_16_streams(tmp_path: Path) -> None:
+    profile = tmp_path / "timing.yaml"
     profile.write_text(
-        f"ttft_ms: {ttft_ms}\nitl_ms: {itl_ms}\noutput_chars: 80\n"
+        "ttft_ms: 50\nitl_ms: 10\noutput_chars: 80\n"
         "models: {sim: {tokens_per_char: {default: 0.25}}}\n"
     )
-    return profile
 
+    async def measure(url: str) -> tuple[list[float], list[float]]:
+        limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
+        async with httpx.AsyncClient(limits=limits, timeout=10) as client:
+            # Open all 16 connections first: connection setup is not the server's TTFT.
+            await asyncio.gather(*(client.get(url + "/health") for _ in range(16)))
+            results = []
+            for round_ in range(3):  # three rounds of 16 concurrent streams, medians over all
+                results += await asyncio.gather(
+                    *(
+                        _stream_timing(client, url + "/v1/chat/completions", f"s{round_}-{i}")
+                        for i in range(16)
+                    )
+                )
+        return [t for t, _ in results], [g for _, gaps in results for g in gaps]
 
-async def _measure(url: str, round_: int) -> tuple[list[float], list[float]]:
-    """One round of 16 concurrent streams on 16 open connections: TTFTs and gaps."""
-    limits = httpx.Limits(max_connections=16, max_keepalive_connections=16)
-    async with httpx.AsyncClient(limits=limits, timeout=10) as client:
-        # Open all 16 connections first: connection setup is not the server's TTFT.
-        await asyncio.gather(*(client.get(url + "/health") for _ in range(16)))
-        results = await asyncio.gather(
-            *(
-                _stream_timing(client, url + "/v1/chat/completions", f"s{round_}-{i}")
-                for i in range(16)
-            )
-        )
-    return [t for t, _ in results], [g for _, gaps in results for g in gaps]
-
-
-def test_ttft_and_gaps_match_the_profile_at_16_streams(tmp_path: Path) -> None:
-    """The medians of a profile's TTFT and gaps (50 and 10 ms) less those of a reference with
-    half of each (25 and 5 ms): the same 16 streams, measured the same way, in rounds that
-    alternate with the profile's. What the machine adds (a CPU hog's scheduling delay: medians
-    of 52.8-61 ms at load 7) is in both and cancels; a mock whose delays are off is not. Half,
-    not zero: a reference answering at once would find the client still sending the other
-    streams' requests, a delay the profile's streams do not meet."""
-    profile = _sixteen_streams(tmp_path, "timing", 50, 10)
-    half = _sixteen_streams(tmp_path, "half", 25, 5)
+    # The medians hold to 2 ms on a quiet core; a loaded machine's scheduling delay (20 ms at
+    # load average 15) lands in one sitting, not in every one: measured again up to twice.
     tries: list[tuple[float, float]] = []
-    with mock_process(profile) as url, mock_process(half) as reference:
-        while len(tries) < 3:  # a burst of load lands in one sitting: measured again up to twice
-            ttfts: dict[str, list[float]] = {url: [], reference: []}
-            gaps: dict[str, list[float]] = {url: [], reference: []}
-            for round_ in range(3):  # three rounds a side, medians over all
-                for server in (reference, url):
-                    t, g = asyncio.run(_measure(server, round_))
-                    ttfts[server] += t
-                    gaps[server] += g
-            assert len(gaps[url]) == len(gaps[reference]) == 3 * 16 * 19
-            ttft, gap = (
-                statistics.median(d[url]) - statistics.median(d[reference]) for d in (ttfts, gaps)
-            )
-            tries.append((ttft, gap))
-            if abs(ttft - 0.025) < 0.002 and abs(gap - 0.005) < 0.001:
+    with mock_process(profile) as url:
+        while len(tries) < 3:
+            ttfts, gaps = asyncio.run(measure(url))
+            assert len(gaps) == 3 * 16 * 19
+            tries.append((statistics.median(ttfts), statistics.median(gaps)))
+            if abs(tries[-1][0] - 0.050) < 0.002 and abs(tries[-1][1] - 0.010) < 0.002:
                 break
     ttft, gap = tries[-1]
-    assert abs(ttft - 0.025) < 0.002 and abs(gap - 0.005) < 0.001, (tries, load_note())
+    assert abs(ttft - 0.050) < 0.002 and abs(gap - 0.010) < 0.002, (tries, load_note())
 
 
 @pytest.mark.parametrize(
