@@ -199,7 +199,7 @@ def print_warnings(notes: Sequence[str], where: Console, details: bool) -> None:
     """Every warning with --details; on the short screen the first SCREEN_WARNINGS and one line
     saying how many more there are and where to read them, so that a run on a busy machine
     still fits one screen."""
-    shown = notes if details or len(notes) <= SCREEN_WARNINGS + 1 else notes[:SCREEN_WARNINGS]
+    shown = notes if details else notes[:SCREEN_WARNINGS]
     for note in shown:
         warning(note, where)
     hidden = len(notes) - len(shown)

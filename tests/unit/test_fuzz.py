@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from perfbench.apis.anthropic_messages import _Counts
 from perfbench.apis.chat import ModelReply
-from perfbench.apis.openai_chat import _usage
+from perfbench.apis.openai_common import read_usage
 from perfbench.apis.retry import RetryPolicy, server_wait
 from perfbench.apis.sse import Event, Parser
 from perfbench.targets.agent_result import MalformedResult, parse_agent_result
@@ -154,7 +154,7 @@ def test_a_garbage_retry_after_never_raises_nor_asks_a_wait_a_run_would_sit_out(
 )
 def test_openai_usage_of_any_shape_gives_counts_or_none(usage: dict[str, Any]) -> None:
     reply = ModelReply()
-    _usage(usage, reply)
+    read_usage(usage, reply)
     for value in (reply.tokens_in, reply.tokens_out, reply.cache_read, reply.reasoning):
         assert value is None or (type(value) is int and value >= 0)
 
