@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import statistics
 from typing import Any
 
 import pytest
@@ -70,6 +71,17 @@ def test_differences_are_log_ratios_or_plain_when_a_value_is_zero() -> None:
     assert paired.differences([0.0, 0.02], [0.01, 0.02]) == [0.01, 0.0]
     assert paired.change([1.0, 2.0, 4.0], [1.1, 2.2, 4.4]) == pytest.approx(0.1)
     assert paired.change([0.0, 0.0], [0.01, 0.01]) is None  # no ratio to a zero baseline
+
+
+def test_one_far_pair_is_left_out_of_the_noise_but_not_of_the_test() -> None:
+    steady = [0.01, -0.01, 0.02, 0.0, -0.02, 0.01, 0.0]
+    quiet = paired.noise(steady)
+    assert quiet is not None and quiet < 0.02
+    noisy = paired.noise([*steady, 0.8])  # one round's cold cache: the ratio 2.2
+    assert noisy == pytest.approx(quiet)
+    assert paired.signed_rank([*steady, 0.8]) < paired.signed_rank(steady)  # ranked, kept
+    spread = [0.01, -0.05, 0.06, -0.02, 0.04, -0.06, 0.02, 0.05]  # no pair stands out
+    assert paired.noise(spread) == pytest.approx(statistics.stdev(spread) / math.sqrt(2))
 
 
 def test_paired_power_needs_pairs_that_can_reach_alpha() -> None:
