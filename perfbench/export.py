@@ -109,6 +109,8 @@ STEP_COLUMNS: dict[str, Any] = {
     "status": _STATUS,
     "turn": "Int64",  # a multi-turn case's turn, from 0
     "tokens_estimate": "Int64",  # the offline count of the reply, when usage was also given
+    "model": "str",  # the model a call through the proxy asked for
+    "finish": "str",  # why the reply ended, as the API said it
 }
 
 _SUFFIX: dict[Format, str] = {"csv": ".csv", "parquet": ".parquet", "json": ".json"}
@@ -305,6 +307,8 @@ def _step_fields(st: Step) -> tuple[Any, ...]:
         st.status,
         st.turn,
         st.tokens_estimate,
+        st.model,
+        st.finish,
     )
 
 

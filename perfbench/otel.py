@@ -134,19 +134,47 @@ class _Shape:
     """What every span of the run shares: when it started (epoch ns), provider and model."""
 
     origin_ns: int
-    provider: str
-    model: str
+    provider: str | None  # None: not known (an agent whose model calls perfbench did not see)
+    model: str | None
     agent: str
 
     @classmethod
     def of(cls, meta: dict[str, Any]) -> _Shape:
         started = datetime.fromisoformat(str(meta["started_at"]))
         target = str(meta.get("target") or "unknown")
-        provider, _, model = target.partition("/")
-        return cls(int(started.timestamp() * 1e9), provider, model or target, target)
+        provider, model = _model_of(target, (meta.get("spec") or {}).get("target") or {})
+        return cls(int(started.timestamp() * 1e9), provider, model, target)
 
     def ns(self, offset: float) -> int:
         return self.origin_ns + int(offset * 1e9)
+
+    def asked(self, step: Step) -> str | None:
+        """The model a call asked for: its own when the step saw the request (an agent's call
+        through the proxy names its model), else the target's."""
+        return step.model or self.model
+
+
+MOCK_PROVIDER = "perfbench.mock"  # the mock speaks OpenAI's wire format but is no provider
+_AGENTS = ("cmd:", "python:", "http+agent:", "http+agents:")
+
+
+def _model_of(target: str, spec: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``gen_ai.provider.name`` and ``gen_ai.request.model`` for a target string (registry.py's
+    forms): ``openai/gpt-4o`` is provider and model; a mock is perfbench's with the model it is
+    asked for (``@model``, else ``mock``); an agent's model calls go to its ``--upstream``
+    (``cmd:`` always, the others with ``--proxy``), else neither is known. Never a piece of a
+    command line: ``cmd:/usr/bin/python a.py`` split at its first "/" gave a provider "cmd:"."""
+    if target.startswith(_AGENTS):
+        upstream = spec.get("upstream") or ("mock+http" if target.startswith("cmd:") else None)
+        proxied = target.startswith("cmd:") or spec.get("proxy")
+        return _model_of(str(upstream), {}) if upstream and proxied else (None, None)
+    if target.startswith("mock"):
+        model = target.partition("@")[2]
+        return MOCK_PROVIDER, model or "mock"
+    provider, slash, model = target.partition("/")
+    if slash and ":" not in provider:
+        return provider, model
+    return None, None
 
 
 def _resource(meta: dict[str, Any]) -> dict[str, Any]:
@@ -219,17 +247,20 @@ def _step_shape(step: Step, shape: _Shape) -> tuple[str, Any, dict[str, Any]]:
         }
         name, kind = f"execute_tool {step.name}", trace.SpanKind.INTERNAL
     else:
+        model = shape.asked(step)
         attrs = {
             ga.GEN_AI_OPERATION_NAME: "chat",
             ga.GEN_AI_PROVIDER_NAME: shape.provider,
-            ga.GEN_AI_REQUEST_MODEL: shape.model,
+            ga.GEN_AI_REQUEST_MODEL: model,
             ga.GEN_AI_USAGE_INPUT_TOKENS: step.tokens_in,
             ga.GEN_AI_USAGE_OUTPUT_TOKENS: step.tokens_out,
             ga.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: step.ttft,
+            ga.GEN_AI_RESPONSE_FINISH_REASONS: [step.finish] if step.finish else None,
             "http.response.status_code": step.http_status,
             "perfbench.api": step.name,
         }
-        name, kind = f"chat {shape.model}", trace.SpanKind.CLIENT
+        # The conventions' name: "{operation} {request model}".
+        name, kind = f"chat {model}" if model else "chat", trace.SpanKind.CLIENT
     attrs["error.type"] = _step_error(step)
     attrs["perfbench.turn"] = step.turn
     return name, kind, {k: v for k, v in attrs.items() if v is not None}
@@ -268,14 +299,14 @@ class _Instruments:
 
     def add(self, s: Sample, shape: _Shape) -> None:
 
-        base = {ga.GEN_AI_PROVIDER_NAME: shape.provider, ga.GEN_AI_REQUEST_MODEL: shape.model}
-        task = {**base, ga.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        task = {**_known(shape.provider, shape.model), ga.GEN_AI_OPERATION_NAME: "invoke_agent"}
         if s.error_kind:
             task["error.type"] = s.error_kind
         self.duration.record(s.latency, task)
         for step in s.steps:
             if step.kind == "model":
-                self._call(step, {**base, ga.GEN_AI_OPERATION_NAME: "chat"})
+                attrs = _known(shape.provider, shape.asked(step))
+                self._call(step, {**attrs, ga.GEN_AI_OPERATION_NAME: "chat"})
 
     def _call(self, step: Step, attrs: dict[str, str]) -> None:
 
@@ -286,6 +317,11 @@ class _Instruments:
         for kind, count in (("input", step.tokens_in), ("output", step.tokens_out)):
             if count is not None:
                 self.tokens.record(count, {**attrs, ga.GEN_AI_TOKEN_TYPE: kind})
+
+
+def _known(provider: str | None, model: str | None) -> dict[str, str]:
+    known = {ga.GEN_AI_PROVIDER_NAME: provider, ga.GEN_AI_REQUEST_MODEL: model}
+    return {k: v for k, v in known.items() if v is not None}
 
 
 class _Batches(SpanProcessor):

@@ -88,6 +88,11 @@ class Step:
     # The offline tokenizer's count of the reply when the API also reported usage
     # (``tokens_out``): the two compared per request. None unless usage was checked.
     tokens_estimate: int | None = None
+    # The model a call asked for, where the target does not name it (an agent's calls through
+    # the proxy choose their own), and why the reply ended (stop, length, tool_calls…, as the
+    # API said it). None: not seen. OpenTelemetry's chat spans carry both (otel.py).
+    model: str | None = None
+    finish: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -108,6 +113,10 @@ class Step:
             doc["turn"] = self.turn
         if self.tokens_estimate is not None:
             doc["tokens_estimate"] = self.tokens_estimate
+        if self.model is not None:
+            doc["model"] = self.model
+        if self.finish is not None:
+            doc["finish"] = self.finish
         return doc
 
     @classmethod

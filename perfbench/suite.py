@@ -518,14 +518,15 @@ def trace_suite(path: Path) -> Suite:
             "trace with input_length (and output_length) on each line"
         )
         raise SuiteError([Problem(path, None, "", message)])
+    ids = case_ids(shapes.ID_PREFIX, len(arrivals))
+    made = shapes.stream(arrivals, path)  # a prompt made as its case is
     try:
-        made = shapes.prompts(arrivals, path)
+        cases = tuple(
+            _prompt_case(i, p, {}, (path, a.line))
+            for i, p, a in zip(ids, made, arrivals, strict=True)
+        )
     except SourceError as exc:
         raise SuiteError([_source_problem(exc, path, None, ())]) from exc
-    ids = case_ids(shapes.ID_PREFIX, len(made))
-    where = [(path, a.line) for a in arrivals]
-    try:
-        cases = tuple(_prompt_case(i, p, {}, w) for i, p, w in zip(ids, made, where, strict=True))
     except CaseError as exc:
         raise SuiteError(exc.problems) from exc
     sources = {c.id: f"{path}:{a.line}" for c, a in zip(cases, arrivals, strict=True)}

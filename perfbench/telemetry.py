@@ -81,7 +81,11 @@ class Telemetry:
         self._started = _Started(self)
         r.register(self._started)
         self.done = 0
-        self.running = 0  # tasks in flight at the last tick
+        # Tasks in flight: the engine's count at the last tick, less the tasks finished since
+        # (one started since is seen at the next tick), so that a task is not counted both
+        # finished and running, and the tasks started (finished + running) not twice.
+        self.running = 0
+        self.started_seen = 0  # the tasks started as last served: a counter never goes down
         self._fixed: int | None = None
         self._server: WSGIServer | None = None
 
@@ -102,6 +106,8 @@ class Telemetry:
 
     def task(self, s: Sample, elapsed: float) -> None:
         self.done += 1
+        self.running = max(0, self.running - 1)
+        self.in_flight.set(self.running)
         self.finished_tasks.labels(s.phase, s.status).inc()
         if s.status != "ok":
             self.failed.labels(s.phase, s.error_kind or s.status).inc()
@@ -127,6 +133,8 @@ class Telemetry:
         self, status: str, exit_code: int, run_dir: str | None, snap: dict[str, Any]
     ) -> None:
         self.tick(snap)
+        # Every task has ended: finished + in flight is exact now, whatever a tick held.
+        self.started_seen = self.done + self.running
         self.close()
 
     def close(self) -> None:
@@ -144,8 +152,11 @@ class _Started(Collector):
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         t = self.telemetry
+        # With workers, the in-flight count is their latest samples' (an estimate): the
+        # counter is held at its highest, as Prometheus reads a fall as a restart.
+        t.started_seen = max(t.started_seen, t.done + t.running)
         yield CounterMetricFamily(
-            "perfbench_tasks_started", "Tasks started (finished + in flight).", t.done + t.running
+            "perfbench_tasks_started", "Tasks started (finished + in flight).", t.started_seen
         )
 
 

@@ -82,7 +82,7 @@ def extend(
     ``run --runs auto`` does while the noise is too high): one more warmup pass first, since
     the connections and the target's caches are new, then the missing passes. The runs it
     has are kept as they are; meta.json records the plan as extended."""
-    meta = store.read_json(run_dir / store.META)
+    meta = store.recorded_meta(run_dir)
     if meta.get("status") != "completed":
         raise StoreError(
             f"{run_dir} is {meta.get('status')}, not completed: take it up first with "
@@ -103,7 +103,7 @@ def rerun(
     """Measure the run in ``run_dir`` again as its meta.json says it was started (``compare
     --confirm``), into a new directory beside it labelled ``<label>-confirm``. It measures the
     target the spec names with the code installed now: for two commits, `perfbench ab`."""
-    meta = store.read_json(run_dir / store.META)
+    meta = store.recorded_meta(run_dir)
     spec = RunSpec.of_run(run_dir, meta)
     label = f"{spec.label}-confirm" if spec.label else "confirm"
     again = replace(spec, label=label, out=str(run_dir.parent))
@@ -129,7 +129,7 @@ def more_runs(
 
 def resumed(run_dir: Path, observer: RunObserver | None = None) -> Session:
     """The session that continues the interrupted run in ``run_dir``."""
-    meta = store.read_json(run_dir / store.META)
+    meta = store.recorded_meta(run_dir)
     if meta.get("status") == "completed":
         raise StoreError(f"{run_dir} is complete; nothing to resume")
     spec = RunSpec.of_run(run_dir, meta)
@@ -340,8 +340,10 @@ async def _until_stopped(work: _Stoppable, observer: RunObserver) -> Any:
         # A stop can end the work within milliseconds; the same interrupt's second signal
         # (`timeout -s INT`'s, a double Ctrl-C) must still find this handler, not Python's,
         # which would raise KeyboardInterrupt while the results are printed.
+        # A stop that outlasted TOGETHER_S has nothing left to wait for (a negative sleep
+        # raised ValueError: a sweep stopped at -c 8 printed a traceback, not its tables).
         if interrupts.first is not None and not hurried:
-            await anyio.sleep(interrupts.first + TOGETHER_S - time.monotonic())
+            await anyio.sleep(max(0.0, interrupts.first + TOGETHER_S - time.monotonic()))
         tg.cancel_scope.cancel()
     if hurry.cancelled_caught:
         raise Hurried(hurried[0])

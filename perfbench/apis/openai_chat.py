@@ -4,7 +4,6 @@ Qwen, GLM): requests, and streamed or whole replies read with per-token timing."
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -15,25 +14,27 @@ from perfbench.apis.chat import (
     Messages,
     ModelReply,
     ToolCall,
-    bearer,
-    count,
     exact_output,
     json_object,
     openai_stream,
     text_of,
     usage_dict,
 )
+from perfbench.apis.openai_common import (
+    OpenAIApi,
+    chunk_end,
+    function,
+    model_name,
+    read_stream,
+    read_usage,
+)
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.task import ModelCall
 
 
-class OpenAIChat:
+class OpenAIChat(OpenAIApi):
     name = "openai"
-
-    def __init__(self, model: str, *, extras: bool = False) -> None:
-        self.model = model
-        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
 
     def opening(self, case: Case) -> Messages:
         messages: Messages = [{"role": "system", "content": case.system}] if case.system else []
@@ -42,31 +43,14 @@ class OpenAIChat:
         return [*messages, *({"role": m.role, "content": m.content} for m in case.messages or [])]
 
     def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": case.temperature,
-        }
+        body = self.body(case, "messages", messages)
         if case.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in case.tools
-            ]
+            body["tools"] = [{"type": "function", "function": function(t)} for t in case.tools]
         if case.max_tokens is not None:
             body["max_tokens"] = case.max_tokens
         exact_output(body, case, self.extras)
         openai_stream(body, stream)
         return "/chat/completions", body
-
-    def headers(self, key: str | None) -> dict[str, str]:
-        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
@@ -99,29 +83,6 @@ class OpenAIChat:
         )
 
 
-async def read_stream(
-    response: Response, call: ModelCall, on_chunk: Callable[[dict[str, Any]], None]
-) -> None:
-    """An OpenAI-style event stream (Chat Completions, legacy completions): each chunk to
-    ``on_chunk``, an ``error`` chunk (vLLM reports a failure mid-stream so) a stream_error,
-    and a stream without its closing ``data: [DONE]`` malformed."""
-    done = False
-
-    def event(event: sse.Event) -> None:
-        nonlocal done
-        if event.data == "[DONE]":
-            done = True  # read on to the end: the connection goes back to the pool whole
-            return
-        chunk = json_object(event.data)
-        if "error" in chunk:
-            raise CallFailed("stream_error", _error_message(chunk["error"]))
-        on_chunk(chunk)
-
-    await sse.read(response, call.arrived, event)
-    if not done:
-        raise CallFailed("malformed_stream", "the stream ended before data: [DONE]")
-
-
 def _apply(
     reply: ModelReply,
     calls: dict[int, ToolCall],
@@ -148,29 +109,7 @@ def _apply(
             finish = choice.get("finish_reason")
             if finish:
                 reply.finish = finish
-    usage = chunk.get("usage")
-    if usage and isinstance(usage, dict):
-        _usage(usage, reply)
-    if reply.model is None and "model" in chunk:
-        reply.model = _name(chunk["model"])
-
-
-def _usage(usage: dict[str, Any], reply: ModelReply) -> None:
-    """OpenAI's usage: prompt_tokens counts the cached ones too (``prompt_tokens_details``),
-    completion_tokens the reasoning ones (``completion_tokens_details``). A count that is not
-    a whole number ≥ 0 leaves what was known."""
-    for key, value in (("prompt_tokens", "tokens_in"), ("completion_tokens", "tokens_out")):
-        found = count(usage.get(key))
-        if found is not None:
-            setattr(reply, value, found)
-    cached = count(usage_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
-    reasoning = count(usage_dict(usage.get("completion_tokens_details")).get("reasoning_tokens"))
-    reply.cache_read = cached if cached is not None else reply.cache_read
-    reply.reasoning = reasoning if reasoning is not None else reply.reasoning
-
-
-def _name(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    chunk_end(chunk, reply)
 
 
 def _delta(
@@ -215,9 +154,9 @@ def _whole(raw: bytes) -> ModelReply:
         text=_content(message.get("content")),
         tool_calls=[_whole_call(c) for c in message.get("tool_calls") or ()],
         finish=doc["choices"][0].get("finish_reason"),
-        model=_name(doc.get("model")),
+        model=model_name(doc.get("model")),
     )
-    _usage(usage_dict(doc.get("usage")), reply)
+    read_usage(usage_dict(doc.get("usage")), reply)
     return reply
 
 
@@ -238,9 +177,3 @@ def _whole_call(call: dict[str, Any]) -> ToolCall:
         text_of(fn["name"], "a tool call's name"),
         text_of(arguments, "a tool call's arguments"),
     )
-
-
-def _error_message(error: Any) -> str:
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
-    return str(error)[:300]

@@ -21,16 +21,13 @@ from perfbench.apis.chat import (
     Messages,
     ModelReply,
     ToolCall,
-    bearer,
     exact_output,
     json_object,
     openai_stream,
     text_of,
     usage_dict,
 )
-
-# The usage object is Chat Completions' own (the SDK's ``CompletionUsage`` serves both APIs).
-from perfbench.apis.openai_chat import _name, _usage, read_stream
+from perfbench.apis.openai_common import OpenAIApi, chunk_end, model_name, read_stream, read_usage
 from perfbench.errors import TargetError
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
@@ -39,12 +36,8 @@ from perfbench.task import ModelCall
 DEFAULT_MAX_TOKENS = 1024
 
 
-class OpenAICompletions:
+class OpenAICompletions(OpenAIApi):
     name = "openai-completions"
-
-    def __init__(self, model: str, *, extras: bool = False) -> None:
-        self.model = model
-        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
 
     def refuse(self, case: Case) -> None:
         """A case with tools cannot run here: said before the run, naming it (Target.check)."""
@@ -61,18 +54,11 @@ class OpenAICompletions:
         return [{"prompt": prompt(case)}]
 
     def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "prompt": messages[0]["prompt"],
-            "temperature": case.temperature,
-            "max_tokens": case.max_tokens or DEFAULT_MAX_TOKENS,
-        }
+        body = self.body(case, "prompt", messages[0]["prompt"])
+        body["max_tokens"] = case.max_tokens or DEFAULT_MAX_TOKENS
         exact_output(body, case, self.extras)
         openai_stream(body, stream)
         return "/completions", body
-
-    def headers(self, key: str | None) -> dict[str, str]:
-        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
@@ -118,11 +104,7 @@ def _apply(chunk: dict[str, Any], reply: ModelReply, text: list[str], call: Mode
         finish = choice.get("finish_reason")
         if finish:
             reply.finish = finish
-    usage = chunk.get("usage")
-    if usage and isinstance(usage, dict):
-        _usage(usage, reply)
-    if reply.model is None and "model" in chunk:
-        reply.model = _name(chunk["model"])
+    chunk_end(chunk, reply)
 
 
 def _whole(raw: bytes) -> ModelReply:
@@ -134,7 +116,7 @@ def _whole(raw: bytes) -> ModelReply:
     reply = ModelReply(
         text=text_of(choice.get("text"), "a choice's text"),
         finish=choice.get("finish_reason"),
-        model=_name(doc.get("model")),
+        model=model_name(doc.get("model")),
     )
-    _usage(usage_dict(doc.get("usage")), reply)
+    read_usage(usage_dict(doc.get("usage")), reply)
     return reply

@@ -32,13 +32,13 @@ from perfbench.apis.chat import (
     Messages,
     ModelReply,
     ToolCall,
-    bearer,
     count,
     exact_output,
     json_object,
     text_of,
     usage_dict,
 )
+from perfbench.apis.openai_common import OpenAIApi, error_message, function, model_name
 from perfbench.http import CallFailed, Response
 from perfbench.suite import Case
 from perfbench.task import ModelCall
@@ -48,12 +48,8 @@ _FINISHED = frozenset({"response.completed", "response.incomplete"})
 _REASONING = frozenset({"response.reasoning_text.delta", "response.reasoning_summary_text.delta"})
 
 
-class OpenAIResponses:
+class OpenAIResponses(OpenAIApi):
     name = "openai-responses"
-
-    def __init__(self, model: str, *, extras: bool = False) -> None:
-        self.model = model
-        self.extras = extras  # the server takes min_tokens/ignore_eos (chat.exact_output)
 
     def opening(self, case: Case) -> Messages:
         # The case's system prompt goes in ``instructions`` (request), which the API applies to
@@ -63,11 +59,7 @@ class OpenAIResponses:
         return [{"role": m.role, "content": m.content} for m in case.messages or []]
 
     def request(self, case: Case, messages: Messages, stream: bool) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "input": messages,
-            "temperature": case.temperature,
-        }
+        body = self.body(case, "input", messages)
         if case.system:
             body["instructions"] = case.system
         if case.tools:
@@ -75,14 +67,7 @@ class OpenAIResponses:
             # function tools strict unless told, and strict mode refuses any schema without
             # ``additionalProperties: false`` and every property required, as a case's may be.
             body["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                    "strict": False,
-                }
-                for t in case.tools
+                {"type": "function", **function(t), "strict": False} for t in case.tools
             ]
         if case.max_tokens is not None:
             body["max_output_tokens"] = case.max_tokens
@@ -90,9 +75,6 @@ class OpenAIResponses:
         if stream:
             body["stream"] = True  # usage comes in response.completed: nothing to ask for
         return "/responses", body
-
-    def headers(self, key: str | None) -> dict[str, str]:
-        return bearer(key)
 
     async def receive(self, response: Response, call: ModelCall, stream: bool) -> ModelReply:
         if not stream or not sse.is_stream(response):  # a server may ignore "stream": true
@@ -169,13 +151,13 @@ class _Stream:
         elif kind == "response.output_item.done":
             self.items[_index(doc)] = _object(doc.get("item"), "an output item")
         elif kind in _STARTED:
-            self.model = self.model or _name(usage_dict(doc.get("response")).get("model"))
+            self.model = self.model or model_name(usage_dict(doc.get("response")).get("model"))
         elif kind in _FINISHED:
             self.final = _object(doc.get("response"), f"{kind}'s response")
         elif kind == "response.failed":
             raise CallFailed("stream_error", _failure(usage_dict(doc.get("response"))))
         elif kind == "error":
-            raise CallFailed("stream_error", _error_message(doc.get("error") or doc))
+            raise CallFailed("stream_error", error_message(doc.get("error") or doc))
 
     def _item(self, index: int, kind: str) -> dict[str, Any]:
         """The item a delta belongs to; one a server never opened is opened here."""
@@ -217,7 +199,7 @@ def _object(value: Any, what: str) -> dict[str, Any]:
 
 def _reply(items: list[Any], response: dict[str, Any]) -> ModelReply:
     """A reply from the response's output items (whole, or built from the stream)."""
-    reply = ModelReply(model=_name(response.get("model")))
+    reply = ModelReply(model=model_name(response.get("model")))
     texts: list[str] = []
     for raw in items:
         item = _object(raw, "an output item")
@@ -293,19 +275,9 @@ def _whole(raw: bytes) -> ModelReply:
     return _reply(output, doc)
 
 
-def _name(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _failure(response: dict[str, Any]) -> str:
     """A failed response's words: ``response failed: server_error: <message>``."""
     error = usage_dict(response.get("error"))
     code = error.get("code")
-    words = _error_message(error) if error else "no error given"
+    words = error_message(error) if error else "no error given"
     return f"response failed: {code}: {words}"[:300] if code else f"response failed: {words}"[:300]
-
-
-def _error_message(error: Any) -> str:
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:300]
-    return str(error)[:300]

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from perfbench.apis.chat import ModelReply
+from perfbench.sample import Step
 from perfbench.stats import tokens
 from perfbench.task import Task
 
@@ -31,9 +32,11 @@ def estimate_tokens(task: Task, reply: ModelReply, body: dict[str, Any]) -> None
     task.tokenizer = encoding
 
 
-def record_details(task: Task, reply: ModelReply, asked: str) -> None:
-    """What a reply says beyond its counts: cache and reasoning tokens (summed over the task's
-    calls), and the model that answered when it is not the one asked."""
+def record_details(task: Task, step: Step, reply: ModelReply, asked: str) -> None:
+    """What a reply says beyond its counts: why it ended (on its ``step``), cache and reasoning
+    tokens (summed over the task's calls), and the model that answered when it is not the one
+    asked."""
+    step.finish = reply.finish
     if reply.cache_read is not None:
         task.tokens_cache_read = (task.tokens_cache_read or 0) + reply.cache_read
     if reply.cache_write is not None:

@@ -9,7 +9,8 @@ Event schema (one JSON object per line; every event has ``event``, ``run_id``, `
 ISO 8601) and ``elapsed_s``):
 
 - ``run_started``: ``target``, ``suite``, ``load``, ``planned_tasks``
-- ``phase_changed``: ``phase`` (warmup | measured), ``run`` (index), ``tasks`` (in this pass)
+- ``phase_changed``: ``phase`` (warmup | measured), ``run`` (index), ``tasks`` (in this pass;
+  0 for a pass bounded by time, ``--duration`` with ``-c`` or ``--stages``)
 - ``task_finished``: ``phase``, ``run``, ``case``, ``iteration``, ``status``, ``latency_s``,
   ``ttft_s``, ``tokens_in``, ``tokens_out``, ``error_kind``
 - ``progress``: the :meth:`Progress.snapshot` fields (``done``, ``planned``, ``ok``,
@@ -41,6 +42,7 @@ from rich.text import Text
 
 from perfbench.engine.observer import Engine, RunObserver
 from perfbench.sample import STATUSES, Phase, Sample
+from perfbench.spec import RunSpec
 from perfbench.stats import abort as limits
 from perfbench.stats.abort import AbortOn
 from perfbench.stats.histogram import Histogram
@@ -92,6 +94,7 @@ class Progress(RunObserver):
         self.aborted: str | None = None  # the limit that stopped the run, as stopped_by
         self._stop: Callable[[str | None], None] = lambda reason: None
         self._measured: tuple[float, int, int] | None = None  # since: when, done, ok
+        self._timed: float | None = None  # seconds of measurement when the time bounds it
 
     def controls(self, stop: Callable[[str | None], None]) -> None:
         self._stop = stop
@@ -116,6 +119,7 @@ class Progress(RunObserver):
         self.t0 = self.clock()
         self._next = self.t0 + self.every
         self._measured = None
+        self._timed = timed_measurement(meta)
         for sink in self.sinks:
             sink.started(meta, self.snapshot())
 
@@ -167,6 +171,15 @@ class Progress(RunObserver):
         live = self.in_flight()
         return self.concurrency if live is None else live
 
+    def _eta(self, left: int | None, rate: float | None) -> float | None:
+        """Seconds to go: the tasks left at the rate so far; for a run bounded by time, the
+        measurement's time left (none in its warmup, whose length no one knows)."""
+        if self._timed is None:
+            return left / rate if rate and left is not None else None
+        if self._measured is None:
+            return None
+        return max(0.0, self._measured[0] + self._timed - self.clock())
+
     def snapshot(self) -> Snapshot:
         elapsed = self.clock() - self.t0
         rate = self.done / elapsed if elapsed > 0 else None
@@ -187,7 +200,7 @@ class Progress(RunObserver):
             "p50_s": pcts.get(50.0),
             "p95_s": pcts.get(95.0),
             "elapsed_s": elapsed,
-            "eta_s": left / rate if rate and left is not None else None,
+            "eta_s": self._eta(left, rate),
         }
 
 
@@ -282,8 +295,10 @@ class LiveView:
         self.plain_every = plain_every
         self._live: Live | None = None
         self._last_plain = -plain_every
+        self._timed: float | None = None  # seconds of a measured pass bounded by time
 
     def started(self, meta: dict[str, Any], snap: Snapshot) -> None:
+        self._timed = timed_pass(meta)
         ray = meta.get("ray")
         if ray:  # starting actors takes a while: say what is starting
             self.console.print(
@@ -299,8 +314,13 @@ class LiveView:
             self._live.start()
 
     def phase(self, phase: Phase, run: int, tasks: int, snap: Snapshot) -> None:
-        what = "warmup" if phase == "warmup" else f"run {run + 1}"
-        self.console.print(f"{what}: {tasks} tasks", style="dim", highlight=False)
+        if phase == "warmup":
+            header = f"warmup: {tasks} tasks"
+        elif self._timed is not None:  # its tasks are as many as the time allows
+            header = f"run {run + 1}: tasks for {self._timed:g} s"
+        else:
+            header = f"run {run + 1}: {tasks} tasks"
+        self.console.print(header, style="dim", highlight=False)
         if self._live is not None:
             self._live.update(self._line(snap))
 
@@ -322,6 +342,22 @@ class LiveView:
     @staticmethod
     def _line(snap: Snapshot) -> Text:
         return Text(describe(snap))
+
+
+def timed_pass(meta: Mapping[str, Any]) -> float | None:
+    """The seconds each measured pass starts tasks for: a closed loop with --duration (its
+    share of it) or --stages; None when a pass is a count of tasks (the phase events' ``tasks``
+    is 0 for a timed pass: how many, the time decides)."""
+    spec = meta.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    return RunSpec.from_doc(spec).plan.pass_seconds("measured")
+
+
+def timed_measurement(meta: Mapping[str, Any]) -> float | None:
+    """The seconds a run bounded by time measures in all: its passes' time × its runs."""
+    seconds = timed_pass(meta)
+    return None if seconds is None else seconds * int(meta["spec"]["plan"]["runs"])
 
 
 def describe(snap: Snapshot) -> str:

@@ -227,6 +227,8 @@ def plan(
 ) -> Plan:
     """The plan the flags describe, its worker count settled (``--workers auto``);
     ``duration``: a closed loop's measured seconds (an open loop's are its load's)."""
+    if stages and (rates := ramping.parse_rates(stages)):  # tasks per second: an open loop
+        load, stages = ramping.open_loop(rates), None
     made = Plan(
         runs=runs(flags["runs"]),
         warmup=flags["warmup"],
@@ -368,10 +370,11 @@ def check_resume(ctx: typer.Context, resuming: bool) -> None:
 
 
 def staged(ctx: typer.Context, flags: Flags) -> Flags:
-    """With --stages, one run unless --runs says otherwise: the stages are the whole test."""
-    if ctx.params.get("stages") and not _on_command_line(ctx, "runs"):
-        return {**flags, "runs": "1"}
-    return flags
+    """With --stages one run, and of rates no warmup (it replays every stage), unless given."""
+    text = str(ctx.params.get("stages") or "")
+    rates = bool(text) and ramping.parse_rates(text) is not None
+    keep = {"runs": "1", "warmup": 0} if rates else {"runs": "1"}
+    return {**flags, **{k: v for k, v in keep.items() if text and not _on_command_line(ctx, k)}}
 
 
 def check_load(ctx: typer.Context, rate: bool, adaptive: bool) -> None:

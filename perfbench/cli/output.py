@@ -156,11 +156,14 @@ DETAILS: tuple[Section, ...] = (
 
 
 def _agent_split(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> RenderableType | None:
-    """The time split on the short screen only where an agent spent time of its own (a `cmd:`
-    or HTTP agent): there it is the first question (start-up or model?); for a model endpoint
-    the case table already says it, and --details has it."""
+    """The time split on the short screen where an agent spent time of its own (a `cmd:` or
+    HTTP agent): there it is the first question (start-up or model?); and where tasks missed
+    their case's expect, for its per-case success rate and cost per success (the case
+    table's ok/tasks counts them as ok). For a model endpoint whose tasks all succeeded the
+    case table already says it, and --details has it."""
     agent = str(meta.get("target", "")).startswith(("cmd:", "http+agent"))
-    return time_split.table(summary) if agent else None
+    missed = summary["pooled"]["overall"].get("expect_mismatch")
+    return time_split.table(summary) if agent or missed else None
 
 
 def print_result(

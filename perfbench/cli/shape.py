@@ -87,7 +87,9 @@ StagesOpt = Annotated[
         rich_help_panel="Load",
         help="Ramping stages, k6's: '30s:8,60s:32,30s:0' ramps the tasks in flight "
         "linearly to 8 over 30 s, to 32 over 60 s, then down to 0 (durations in ms, s, m, "
-        "h); each measured run follows them (one run unless --runs is given). Instead of "
-        "-c, --duration, --rate and --adaptive.",
+        "h); each measured run follows them (one run unless --runs is given). Rates, "
+        "'30s:5/s,60s:20/s', ramp an open loop's arrivals instead (k6's ramping-arrival-rate;"
+        " no warmup unless --warmup is given). Instead of -c, --duration, --rate and "
+        "--adaptive.",
     ),
 ]

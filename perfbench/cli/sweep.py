@@ -67,6 +67,7 @@ class _SweepWatch(Watch):
                 throughput=level.throughput,
                 p95_s=level.p95,
                 error_rate=level.error_rate,
+                success_rate=level.success_rate,
                 throttle_rate=level.throttle_rate,
                 stop_reason=reason,
             )

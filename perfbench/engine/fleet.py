@@ -363,6 +363,9 @@ class Fleet:
                     self.aimd.refused(at, retry_after, window)
                     self._limits_may_change()
                 case PassDone(phase, run, scopes, late):
+                    # Its last sample said how many were in flight when that task *started*:
+                    # with its pass over, none are (else the count stays up after the run).
+                    self._in_flight[w.index] = 0
                     self._reports.setdefault((phase, run), []).append(scopes)
                     if late is not None:
                         self._late.setdefault((phase, run), []).append(late)
@@ -452,9 +455,10 @@ class Fleet:
             key = (phase, index)
             if self.on_pass is not None and key not in self.resume.whole_passes:
                 tasks = len(todo(self.suite, self.plan, self.resume.done, phase, index))
-                count = pass_size(self.plan, tasks) if tasks else 0
-                if count:
-                    self.on_pass(phase, index, count)
+                timed = self.plan.pass_seconds(phase) is not None  # as many as the time allows
+                count = pass_size(self.plan, tasks) if tasks and not timed else 0
+                if count or (tasks and timed):
+                    self.on_pass(phase, index, count)  # 0 for a timed pass, as a Runner says
             start = time.monotonic() + 0.01  # every worker gets its go before this moment
             for w in self._workers:
                 if w.lost:

@@ -10,7 +10,7 @@ from contextlib import AsyncExitStack, suppress
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -31,9 +31,18 @@ from perfbench.stats.cost import Pricer, price
 from perfbench.stats.headroom import headroom
 from perfbench.stats.summary import Summarizer, Summary, headline
 from perfbench.store import machine
-from perfbench.store.documents import Meta
+from perfbench.store.documents import (
+    BarePlanDoc,
+    Headline,
+    Host,
+    LoadInfo,
+    Meta,
+    Prices,
+    SpecDoc,
+    SuiteCase,
+)
 from perfbench.store.recorder import Recorder
-from perfbench.suite import Suite
+from perfbench.suite import Case, Suite
 from perfbench.targets import Target, open_target
 from perfbench.targets.registry import path_kind
 from perfbench.version import __version__
@@ -219,7 +228,7 @@ class Session:
             if status == "interrupted" and self.stopped_by:
                 meta["stopped_by"] = self.stopped_by
             meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-            meta["headline"] = headline(summary)
+            meta["headline"] = cast(Headline, headline(summary))
             if run_dir is not None and self.recorder.writer is not None:
                 self.recorder.writer.close()
                 _record_end(run_dir, summary, meta, raising)
@@ -262,7 +271,7 @@ class Session:
         """Take up an interrupted run (its lock held): keep every finished task, run only the
         rest."""
         store.remove_strays(run_dir)  # temp files of a process killed while writing one
-        meta: Meta = store.read_json(run_dir / store.META)
+        meta = store.recorded_meta(run_dir)
         if meta["suite"]["digest"] != self.suite.digest:
             raise StoreError(
                 f"{run_dir} was measured with another version of the suite (digest "
@@ -272,7 +281,7 @@ class Session:
         meta["status"] = "running"
         meta["owner"] = store.owner()
         # The plan as it runs now: the same as started, unless `api.extend` added runs.
-        meta["spec"], meta["plan"] = self.spec.to_doc(), asdict(self.plan)
+        meta["spec"], meta["plan"] = _spec_doc(self.spec), _plan_doc(self.plan)
         meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
         return meta, resume
 
@@ -317,7 +326,7 @@ class Session:
             run_dir.rmdir()  # empty once the lock is gone; anything else in it stays
 
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
-        return {
+        meta: Meta = {
             "schema": SCHEMA,
             "id": run_dir.name if run_dir else None,
             "status": "running",
@@ -329,39 +338,52 @@ class Session:
             "suite": {
                 "name": self.suite.name,
                 "digest": self.suite.digest,
-                "cases": [
-                    {
-                        "id": c.id,
-                        "language": c.language,
-                        "tags": c.tags,
-                        "tools": len(c.expect.tool_calls) or len(c.tools),
-                        "timeout_s": c.timeout_s,
-                        # A generated workload's asked output length (advice checks it).
-                        **({"output_tokens": c.output_tokens} if c.output_tokens else {}),
-                    }
-                    for c in self.suite.cases
-                ],
+                "cases": [_case_doc(c) for c in self.suite.cases],
             },
             "target": self.target.name,
             "load": _load(self.plan),
-            "plan": asdict(self.plan),
-            "prices": {
-                **self.pricer.source(),
-                "priced_as": self.price_ref,
-                "simulated": self.target.simulated,
-            },
-            "spec": self.spec.to_doc(),
+            "plan": _plan_doc(self.plan),
+            "prices": cast(
+                Prices,
+                {
+                    **self.pricer.source(),
+                    "priced_as": self.price_ref,
+                    "simulated": self.target.simulated,
+                },
+            ),
+            "spec": _spec_doc(self.spec),
             "perfbench_version": __version__,
             "packages": host.package_versions(),
-            "host": host.fingerprint(),
+            "host": cast(Host, host.fingerprint()),
             "headline": None,
-            # --ray: said where the run is described (nodes filled in once the actors run).
-            **(
-                {"ray": {"address": self.plan.ray, "actors": self.plan.workers}}
-                if self.plan.ray
-                else {}
-            ),
         }
+        if self.plan.ray:  # said where the run is described (nodes filled in once the actors run)
+            meta["ray"] = {"address": self.plan.ray, "actors": self.plan.workers}
+        return meta
+
+
+def _case_doc(case: Case) -> SuiteCase:
+    doc: SuiteCase = {
+        "id": case.id,
+        "language": case.language,
+        "tags": case.tags,
+        "tools": len(case.expect.tool_calls) or len(case.tools),
+        "timeout_s": case.timeout_s,
+    }
+    if case.output_tokens:  # a generated workload's asked output length (advice checks it)
+        doc["output_tokens"] = case.output_tokens
+    return doc
+
+
+# The spec's, the plan's, the prices' and the host's documents are made below the store's types
+# (spec, dataclasses, stats, host): meta.json's reader (store.documents.check_meta) is what
+# holds them to those types.
+def _spec_doc(spec: RunSpec) -> SpecDoc:
+    return cast(SpecDoc, spec.to_doc())
+
+
+def _plan_doc(plan: Plan) -> BarePlanDoc:
+    return cast(BarePlanDoc, asdict(plan))
 
 
 def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> None:
@@ -394,17 +416,19 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
         reserve.free()
 
 
-def _load(plan: Plan) -> dict[str, Any]:
+def _load(plan: Plan) -> LoadInfo:
     shape = plan.load
-    timed: dict[str, Any] = {} if plan.duration_s is None else {"duration_s": plan.duration_s}
-    if plan.stages is not None:
-        timed["stages"] = [list(stage) for stage in plan.stages]
+    load: dict[str, Any]
     if shape is None:
-        return {
+        load = {
             "shape": "fixed",
             "concurrency": plan.concurrency,
             "ramp_up_s": round(plan.ramp_seconds(), 6),
-            **timed,
         }
-    kind = "adaptive" if isinstance(shape, Adaptive) else "rate"
-    return {"shape": kind, **asdict(shape), **timed}
+    else:
+        load = {"shape": "adaptive" if isinstance(shape, Adaptive) else "rate", **asdict(shape)}
+    if plan.duration_s is not None:
+        load["duration_s"] = plan.duration_s
+    if plan.stages is not None:
+        load["stages"] = [list(stage) for stage in plan.stages]
+    return cast(LoadInfo, load)

@@ -167,12 +167,14 @@ async def model_call(request: web.Request, ex: Exchange) -> web.StreamResponse:
     finally:
         route.ended(call)
         if route.on_call is not None and not route.closed:
-            route.on_call(call.step, str(_json(ex.body).get("model") or ""))
+            route.on_call(call.step, call.step.model or "")
 
 
 async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.StreamResponse:
     route, task = ex.route, ex.route.task
     doc = _json(ex.body)
+    asked = doc.get("model")
+    call.step.model = asked if isinstance(asked, str) and asked else None  # the agent's choice
     since = [time.monotonic()]
 
     def sent() -> None:
@@ -256,7 +258,7 @@ def _recorded(route: Route, call: ModelCall, api: ChatApi, reply: ModelReply, do
         return
     task = route.task
     call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
-    record_details(task, reply, api.model)
+    record_details(task, call.step, reply, api.model)
     if reply.tokens_out is None:  # no usage from the API: estimated, and said so
         estimate_tokens(task, reply, doc)
         call.set_tokens(reply.tokens_in, reply.tokens_out)

@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from perfbench.report.labels import fit, lines, widest
 from perfbench.stats.knee import Level
 
 plt.rcParams["svg.hashsalt"] = "perfbench"
@@ -90,14 +91,40 @@ def _no_data(ax: Axes, text: str = "no data") -> None:
     )
 
 
-def _legend_columns(width: float, labels: Sequence[str]) -> int:
-    per_column = (max((len(label) for label in labels), default=0) + 6) * 0.075  # inches, 9 pt
-    return max(1, min(len(labels), int(width // per_column)))
+LEGEND_PT = 9.0
+_HANDLE_INCHES = 0.45  # a legend entry's handle and the gaps beside it, at 9 pt
+_LINE_INCHES = 0.2  # a 9-pt line of legend text
+# Room for a y tick label (8 pt) beside the plot: at most ~3.2 of a 9-inch figure, leaving the
+# plot most of it however long the case names and run labels are.
+TICK_PT = 8.0
+TICK_INCHES = 3.2
+TICK_LINE_INCHES = 0.15
+
+
+def _legend_texts(width: float, labels: Sequence[str]) -> list[str]:
+    return [fit(label, width - 2 * _HANDLE_INCHES, LEGEND_PT) for label in labels]
+
+
+def tick_labels(names: Sequence[str]) -> tuple[list[str], int]:
+    """Names as y tick labels that fit beside the plot (literal), and the most lines one of
+    them takes, to space the rows by."""
+    fitted = [fit(name, TICK_INCHES, TICK_PT) for name in names]
+    return [_literal(text) for text in fitted], max(lines(fitted), default=1)
+
+
+def _legend_columns(width: float, texts: list[str]) -> int:
+    per_column = widest(texts, LEGEND_PT) + _HANDLE_INCHES
+    return max(1, min(len(texts), int(width // per_column)))
 
 
 def _legend_height(width: float, labels: Sequence[str]) -> float:
-    """Inches the run legend takes, to grow the figure by rather than squeeze the plot."""
-    return 0.2 * math.ceil(len(labels) / _legend_columns(width, labels))
+    """Inches the run legend takes, to grow the figure by rather than squeeze the plot: a row
+    is as tall as its entry of most lines."""
+    texts = _legend_texts(width, labels)
+    ncols = _legend_columns(width, texts)
+    counts = lines(texts)
+    rows = range(0, len(counts), ncols)
+    return _LINE_INCHES * sum(max(counts[row : row + ncols]) for row in rows)
 
 
 def _legend(fig: Figure, labels: Sequence[str], kind: str, above: Axes | None = None) -> None:
@@ -109,8 +136,9 @@ def _legend(fig: Figure, labels: Sequence[str], kind: str, above: Axes | None = 
         Line2D([], [], color=_colour(i), linewidth=2) if kind == "line" else Patch(color=_colour(i))
         for i in range(len(labels))
     ]
-    ncols = _legend_columns(fig.get_figwidth(), labels)
-    texts = [_literal(label) for label in labels]
+    wrapped = _legend_texts(fig.get_figwidth(), labels)
+    ncols = _legend_columns(fig.get_figwidth(), wrapped)
+    texts = [_literal(text) for text in wrapped]
     if above is None:
         fig.legend(
             handles, texts, loc="outside lower center", ncols=ncols, fontsize=9, frameon=False
@@ -376,7 +404,8 @@ def case_bars(
     figure grows with the number of cases and runs."""
     labels = list(runs)
     per_run = [[runs[label].get(case) for case in cases] for label in labels]
-    bar = 0.1 * max(len(labels), 1) + 0.2  # inches per case
+    ticks, most = tick_labels(cases)
+    bar = max(0.1 * max(len(labels), 1) + 0.2, TICK_LINE_INCHES * most)  # inches per case
     height = 1.4 + _legend_height(9, labels) + bar * len(cases)
     fig, ax = plt.subplots(figsize=(9, max(height, 3.0)), layout="constrained")
     metric = _literal(metric)
@@ -384,7 +413,7 @@ def case_bars(
     containers, missing = _bars(ax, per_run, horizontal=True, whiskers=True, scale=1e3)
     for _, at in missing:
         ax.text(0, at, " n/a", transform=ax.get_yaxis_transform(), va="center", fontsize=6)
-    ax.set_yticks(range(len(cases)), [_literal(case) for case in cases], fontsize=8)
+    ax.set_yticks(range(len(cases)), ticks, fontsize=8)
     ax.set_ylim(max(len(cases), 1) - 0.5, -0.5)  # first case on top
     ax.set_xlabel(f"{metric} (ms; bars: median across runs, whiskers: min–max)")
     ax.set_xlim(left=0)

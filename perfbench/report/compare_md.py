@@ -8,7 +8,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfbench.report import slo
-from perfbench.report.format import TITLES, change, md_code, p_value, quantity, spread, table
+from perfbench.report.format import (
+    THIN,
+    THIN_NOTE,
+    TITLES,
+    change,
+    md_code,
+    p_value,
+    quantity,
+    spread,
+    table,
+    thin,
+)
 from perfbench.stats.advice import ITL_CAVEAT
 from perfbench.stats.compare import Comparison, Row, tested_count
 from perfbench.stats.gate import Outcome
@@ -49,13 +60,24 @@ def _row_cells(row: Row, first: str) -> list[str]:
     note = " ¹" if row.outliers else ""
     return [
         first,
-        spread(row.baseline, row.unit),
-        spread(row.candidate, row.unit),
+        spread(row.baseline, row.unit, _thin(row)),
+        spread(row.candidate, row.unit, _thin(row)),
         change(row),
         _bar(row),
         p_value(row),
         _mark(row) + note,
     ]
+
+
+def _thin(row: Row) -> str:
+    """THIN when the row is a percentile some run had too few tasks for (4 tasks a run: its
+    P95 and P99 rows were both each run's slowest task, side by side and unmarked)."""
+    key = row.metric.rsplit("_", 1)[-1]  # p95, ttft_p99, itl_p50
+    return THIN if row.tasks is not None and thin(row.tasks, key) else ""
+
+
+def _thin_note(*texts: str) -> list[str]:
+    return ["", THIN_NOTE] if any(THIN in text for text in texts) else []
 
 
 def _mark(row: Row) -> str:
@@ -92,6 +114,15 @@ def comparison(
 ) -> str:
     """The compare verdict as Markdown: what CI prints and appends to the job summary."""
     suite = cand_meta.get("suite", {})
+    overall = table(
+        ("Metric", "Baseline", "Candidate", "Change", "Counts beyond", "p", "Verdict"),
+        (
+            _row_cells(r, _title(r, result))
+            for r in result.rows
+            if r.scope == "overall" and r.verdict != "n/a"
+        ),
+        right=(1, 2, 3, 4, 5),
+    )
     parts = [
         f"## perfbench compare: {_headline(outcome, result, (base_meta, cand_meta), strict)}",
         "",
@@ -101,15 +132,8 @@ def comparison(
         "",
         _gating(result),
         "",
-        table(
-            ("Metric", "Baseline", "Candidate", "Change", "Counts beyond", "p", "Verdict"),
-            (
-                _row_cells(r, _title(r, result))
-                for r in result.rows
-                if r.scope == "overall" and r.verdict != "n/a"
-            ),
-            right=(1, 2, 3, 4, 5),
-        ),
+        overall,
+        *_thin_note(overall),
     ]
     parts += slo.compare_tails(result)  # each side's early-stopping P95/P99 beside the rows
     parts += _moved(result)
@@ -295,7 +319,8 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
     body = [[md_code(r.key), *_row_cells(r, TITLES.get(r.metric, r.metric))] for r in flagged]
     out = ["", heading, ""]
     if body:
-        out.append(table(header, body, right=(2, 3, 4, 5, 6)))
+        flagged_table = table(header, body, right=(2, 3, 4, 5, 6))
+        out += [flagged_table, *_thin_note(flagged_table)]
     else:
         out.append("No metric moved beyond its threshold.")
     latency = [r for r in rows if r.metric == "p95"]
@@ -303,8 +328,8 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
         details = table(
             (scope.capitalize(), "Baseline P95", "Candidate P95", "Change", "Verdict"),
             (
-                [md_code(r.key), spread(r.baseline, r.unit), spread(r.candidate, r.unit),
-                 change(r), MARKS[r.verdict]]
+                [md_code(r.key), spread(r.baseline, r.unit, _thin(r)),
+                 spread(r.candidate, r.unit, _thin(r)), change(r), MARKS[r.verdict]]
                 for r in latency
             ),
             right=(1, 2, 3),
@@ -314,6 +339,7 @@ def _scoped_section(result: Comparison, scope: str, title: str) -> list[str]:
             f"<details><summary>P95 of every {scope}</summary>",
             "",
             details,
+            *_thin_note(details),
             "",
             "</details>",
         ]

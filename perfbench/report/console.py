@@ -12,6 +12,7 @@ cutting numbers to "…"."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from rich.text import Text
 
 from perfbench.report import slo
 from perfbench.report.adaptive import adaptive_line
-from perfbench.report.format import THIN, THIN_NOTE, dollars, ms, number, seconds, thin
+from perfbench.report.format import THIN, THIN_LINE, dollars, ms, number, seconds, thin
 from perfbench.stats.advice import ITL_CAVEAT, gaps_merged
 
 PCTS = ("p50", "p95", "p99")
@@ -139,7 +140,7 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
     """One row per case, all measured runs pooled; times in milliseconds."""
     pooled = summary["pooled"]
     runs = len(summary["runs"])
-    table = Grid(f"Per case, {runs} runs pooled (ms)", ["case", "lang", "tools"], FIGURES)
+    table = Grid(f"Per case, {_runs(runs)} pooled (ms)", ["case", "lang", "tools"], FIGURES)
     for case in meta["suite"]["cases"]:
         m = pooled["cases"].get(case["id"])
         if m is not None:
@@ -151,8 +152,19 @@ def case_table(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
 
 
 def _thin_note(table: Grid) -> None:
-    if any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str)):
-        table.caption = THIN_NOTE
+    if _has_thin(table):
+        table.caption = THIN_LINE
+
+
+def _has_thin(table: Grid) -> bool:
+    return any(THIN in cell for row in table.rows for cell in row if isinstance(cell, str))
+
+
+def _fewest_per_run(summary: Mapping[str, Any]) -> float:
+    """The fewest successful tasks of any measured run: a median over runs of a percentile
+    is no better than the thinnest run's (16 tasks a run: each run's P95 is its slowest)."""
+    counts = (_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"])
+    return min(counts, default=0)
 
 
 def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
@@ -160,30 +172,40 @@ def case_summary(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Grid:
     there are more), then all of them; frameless, so that it fits one screen."""
     pooled = summary["pooled"]
     columns = ["ok/tasks", "P50", "P95", "P99", "TTFT50", "tok out"]
-    table = Grid(f"Per case, {len(summary['runs'])} runs pooled (ms)", ["case", "lang"], columns)
+    table = Grid(f"Per case, {_runs(len(summary['runs']))} pooled (ms)", ["case", "lang"], columns)
     table.compact = True
-    shown = [
-        (c, pooled["cases"][c["id"]]) for c in meta["suite"]["cases"] if c["id"] in pooled["cases"]
-    ]
+    cases = pooled["cases"]
+    shown = [c for c in meta["suite"]["cases"] if c["id"] in cases]
     if len(shown) > SCREEN_CASES:
-        slowest = sorted(shown, key=lambda cm: -(_dist(cm[1], "latency", "p95") or 0.0))
-        kept = {id(c) for c, _ in slowest[:SCREEN_CASES]}
         table.caption = (
             f"the {SCREEN_CASES} slowest of {len(shown)} cases by P95; --details lists all"
         )
-        shown = [(c, m) for c, m in shown if id(c) in kept]
-    for case, m in shown:
-        table.add_row(case["id"], case["language"], *_compact_tail(m))
+        shown = _slowest(shown, cases)
+    for case in shown:
+        table.add_row(case["id"], case["language"], *_compact_tail(cases[case["id"]]))
     # No rule above it (a frameless table's rule is a blank line): the bold name sets it apart.
     table.add_row(Text("all", style="bold"), "", *_compact_tail(pooled["overall"]))
+    # The headline below marks its per-run percentiles too: the note serves both.
+    if _has_thin(table) or any(thin(_fewest_per_run(summary), p) for p in PCTS):
+        table.caption = "; ".join(c for c in (table.caption, THIN_LINE) if c)
     return table
 
 
+def _slowest(shown: list[Mapping[str, Any]], cases: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``SCREEN_CASES`` cases of ``shown`` with the highest P95 (ties: the first), in
+    their order. One case's figures read at a time: a run's may be made when read, and 10^5
+    cases' together are gigabytes (stats/summary.CaseFigures)."""
+
+    def rank(k: int) -> tuple[float, int]:
+        return -(_dist(cases[shown[k]["id"]], "latency", "p95") or 0.0), k
+
+    return [shown[k] for k in sorted(heapq.nsmallest(SCREEN_CASES, range(len(shown)), rank))]
+
+
 def _compact_tail(m: Mapping[str, Any]) -> list[str]:
-    latency = [ms(_dist(m, "latency", p)) for p in PCTS]
     return [
         f"{m['ok']}/{m['tasks']}",
-        *latency,
+        *_latency_cells(m)[:3],
         ms(_dist(m, "ttft", "p50")),
         number(m.get("tokens_out"), 0),
     ]
@@ -301,7 +323,7 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     def med(key: str) -> float | None:
         return across[key]["median"] if key in across else None
 
-    fewest = min((_dist(r["overall"], "latency", "n") or 0 for r in summary["runs"]), default=0)
+    fewest = _fewest_per_run(summary)
     table.add_section()
     table.add_row(
         Text("median", style="bold"),
@@ -315,11 +337,15 @@ def run_table(summary: Mapping[str, Any]) -> Grid:
     return table
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" if count == 1 else f"{count} runs"
+
+
 def what_ran(meta: Mapping[str, Any], runs: int) -> str:
     suite = meta["suite"]
     return (
         f"{meta['target']} · suite {suite['name']} ({len(suite['cases'])} cases, "
-        f"{suite['digest'][:12]}) · {runs} runs · {meta['status']}" + _engine(meta)
+        f"{suite['digest'][:12]}) · {_runs(runs)} · {meta['status']}" + _engine(meta)
     )
 
 
@@ -329,10 +355,16 @@ def headline(summary: Mapping[str, Any], meta: Mapping[str, Any]) -> Text:
     the median over the runs; throughput and P95 with their range when the runs differ."""
     overall = summary["across_runs"]["overall"]
     rate = [_median(overall, "throughput", "{} tasks/s", lambda v: number(v, 2), True)]
+    rate[0] += _of_offered(meta, overall)
     rate.append(_median(overall, "output_tokens_per_s", "{} output tokens/s", number_0))
     if "error_rate" in overall:
         rate.append(f"errors {overall['error_rate']['median']:.1%}")
-    times = [_median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95") for p in PCTS]
+    rate.append(_success(summary))
+    fewest = _fewest_per_run(summary)
+    times = [
+        _median(overall, f"latency.{p}", p.upper() + " {}", seconds, p == "p95", thin(fewest, p))
+        for p in PCTS
+    ]
     times.append(_median(overall, "ttft.p50", "TTFT P50 {}", seconds))
     lines = [" · ".join(r for r in rate if r), " · ".join(t for t in times if t)]
     lines.append(_cost(summary["pooled"]["overall"], meta))
@@ -350,18 +382,28 @@ def _median(
     form: str,
     shown: Callable[[float | None], str],
     spread: bool = False,
+    marked: bool = False,
 ) -> str:
     """The median over the runs in ``form`` (with ``spread``, also the runs' range when they
-    differ); empty when the runs have no such figure."""
+    differ; ``marked``: THIN after the value); empty when the runs have no such figure."""
     if key not in overall:
         return ""
     m = overall[key]
-    value = shown(m["median"])
+    value = shown(m["median"]) + (THIN if marked else "")
     if spread and m["min"] != m["max"]:
         low, high = shown(m["min"]), shown(m["max"])
         unit = " ms" if low.endswith(" ms") and high.endswith(" ms") else ""
         value += f" ({low.removesuffix(unit)}–{high})"
     return form.format(value)
+
+
+def _success(summary: Mapping[str, Any]) -> str:
+    """The success rate (ok and as the case expects), where it says more than the error rate:
+    when some tasks finished but missed their expect. Empty otherwise."""
+    if not summary["pooled"]["overall"].get("expect_mismatch"):
+        return ""
+    rate = summary["across_runs"]["overall"].get("success.rate")
+    return "" if rate is None else f"success {rate['median']:.1%}"
 
 
 def _cost(pooled: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
@@ -370,7 +412,18 @@ def _cost(pooled: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
         return "cost unpriced"
     total = per_task * pooled.get("tasks", 0)
     simulated = " (SIMULATED)" if (meta.get("prices") or {}).get("simulated") else ""
-    return f"cost {dollars(per_task)}/task, {dollars(total)} in all{simulated}"
+    success = _per_success(pooled)
+    return f"cost {dollars(per_task)}/task{success}, {dollars(total)} in all{simulated}"
+
+
+def _per_success(pooled: Mapping[str, Any]) -> str:
+    """What one success cost (the failures' cost included), when some task did not succeed:
+    otherwise it is the cost per task again."""
+    success = pooled.get("success") or {}
+    per = success.get("cost_per_success")
+    if per is None or success.get("tasks") == pooled.get("tasks"):
+        return ""
+    return f", {dollars(per)}/successful task"
 
 
 def notes(
@@ -425,6 +478,16 @@ def _offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
         f"offered {offered:.2f} tasks/s, achieved {achieved:.2f} completed "
         f"({achieved / offered:.0%}) · "
     )
+
+
+def _of_offered(meta: Mapping[str, Any], overall: Mapping[str, Any]) -> str:
+    """The headline's offered rate beside the achieved one (an open loop): the line above the
+    table said it, but the headline, the last thing on the screen, gave only tasks/s."""
+    offered = (meta.get("load") or {}).get("per_second")
+    achieved = (overall.get("throughput") or {}).get("median")
+    if not offered or achieved is None:
+        return ""
+    return f" of {offered:.2f} offered ({achieved / offered:.0%})"
 
 
 def _serving(pooled: Mapping[str, Any], details: bool) -> list[str]:

@@ -102,13 +102,14 @@ def quantity(value: float | None, unit: str) -> str:
     return f"{value:,.1f}"
 
 
-def spread(s: Spread | None, unit: str) -> str:
-    """Median with the run-to-run range, the way every comparison cell reads."""
+def spread(s: Spread | None, unit: str, mark: str = "") -> str:
+    """Median with the run-to-run range, the way every comparison cell reads; ``mark`` (THIN)
+    after the median."""
     if s is None:
         return "–"
     if s.n == 1 or s.min == s.max:
-        return quantity(s.median, unit)
-    return f"{quantity(s.median, unit)} ({quantity(s.min, unit)}–{quantity(s.max, unit)})"
+        return quantity(s.median, unit) + mark
+    return f"{quantity(s.median, unit)}{mark} ({quantity(s.min, unit)}–{quantity(s.max, unit)})"
 
 
 def change(row: Row) -> str:
@@ -152,6 +153,8 @@ THIN_NOTE = (
     "*: fewer tasks than the percentile needs (P50 2, P95 20, P99 100): it is the slowest "
     "task; raise --repeat for a percentile"
 )
+# The terminal's: one line under an 80-column table, so that a run still fits one screen.
+THIN_LINE = "*: too few tasks for it (P50 2, P95 20, P99 100): the slowest task"
 
 
 def thin(tasks: float | None, key: str) -> bool:

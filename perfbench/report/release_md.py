@@ -26,6 +26,7 @@ from perfbench.report.format import (
     table,
     thin,
 )
+from perfbench.report.listed import left_out, listed
 from perfbench.stats.advice import ITL_CAVEAT, advise, gaps_merged
 from perfbench.stats.compare import Comparison, Row, Spread
 from perfbench.stats.gate import Outcome
@@ -421,7 +422,8 @@ def _percentile_table(runs: Sequence[RunView], kind: str = "latency") -> str:
 
 
 def _case_table(runs: Sequence[RunView]) -> str:
-    cases = sorted({c for v in runs for c in v.summary["across_runs"]["cases"]})
+    across = [v.summary["across_runs"] for v in runs]
+    cases = listed(across)
     rows = []
     for case in cases:
         cells = [md_code(case)]
@@ -434,6 +436,8 @@ def _case_table(runs: Sequence[RunView]) -> str:
         rows.append(cells)
     header = ["Case", *(f"{v.name} {p}" for v in runs for p in ("P50", "P95"))]
     text = table(header, rows, right=range(1, len(header)))
+    more = left_out(across, cases)
+    text += f"\n\n{more}" if more else ""
     return text + (f"\n\n{THIN_NOTE}" if any(THIN in c for r in rows for c in r[1:]) else "")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfbench.report.format import ms
+from perfbench.report.format import THIN, THIN_NOTE, ms, thin
 from perfbench.stats import presets
 from perfbench.stats.knee import PERCENTILES, USL_MIN_R2, Level, in_flight
 
@@ -42,12 +42,16 @@ class Swept(Protocol):
     def findings(self) -> Mapping[str, Any]: ...
     @property
     def plan(self) -> SweptPlan: ...
+    @property
+    def interrupted(self) -> bool: ...
 
 
 def render(result: Swept) -> str:
     """sweep.md's text for a sweep's result: what the CLI prints and ``report.sweep`` writes."""
     plan = result.plan
-    return markdown(result.levels, result.findings, rates=plan.rates, slo=plan.slo)
+    return markdown(
+        result.levels, result.findings, rates=plan.rates, slo=plan.slo, cut=result.interrupted
+    )
 
 
 def knee_label(findings: Mapping[str, Any]) -> str | None:
@@ -59,37 +63,48 @@ def knee_label(findings: Mapping[str, Any]) -> str | None:
     return f"{KNEE_NAMES[kind][0].lower()} {knee:g}"
 
 
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
 def markdown(
     levels: list[Level],
     findings: Mapping[str, Any],
     *,
     rates: bool,
     slo: tuple[str, float] | None,
+    cut: bool = False,
 ) -> str:
-    """The sweep as Markdown: a table per level and the findings."""
+    """The sweep as Markdown: a table per level and the findings (``cut``: the sweep was
+    interrupted, so not finding a knee says nothing of the target)."""
     unit = "tasks/s" if rates else "concurrency"
     lines = [
         f"# Sweep over {unit}",
         "",
-        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s per task | in flight |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {unit} | tasks/s | P50 ms | P95 ms | P99 ms | errors | 429s per task | in flight "
+        "| success |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for v in levels:
         sustained = in_flight(v)
+        p50, p95, p99 = (_pct(v, key) for key in ("p50", "p95", "p99"))
         lines.append(
-            f"| {v.level:g} | {v.throughput:.2f} | {ms(v.p50)} | {ms(v.p95)} | {ms(v.p99)} "
+            f"| {v.level:g} | {v.throughput:.2f} | {p50} | {p95} | {p99} "
             f"| {v.error_rate:.1%} | {v.throttle_rate:.2f} "
-            f"| {'–' if sustained is None else f'{sustained:.1f}'} |"
+            f"| {'–' if sustained is None else f'{sustained:.1f}'} | {_rate(v.success_rate)} |"
         )
+    marked = any(THIN in line for line in lines[4:])
     lines += [
         "",
+        *([THIN_NOTE, ""] if marked else []),
         "in flight: the mean tasks in flight by Little's law (tasks/s × the mean latency of "
-        "successful tasks); failed tasks and the client's own time between tasks are not in it.",
+        "successful tasks); failed tasks and the client's own time between tasks are not in it. "
+        "success: tasks that finished ok and as their case expects.",
         "",
         "## Findings",
         "",
     ]
-    lines += _knee(levels, findings, unit, rates)
+    lines += _knee(levels, findings, unit, rates) if not cut or findings["knee"] else _cut(levels)
     if findings["kneedle"] is not None:
         lines.append(f"- Kneedle knee of throughput on log2({unit}): {findings['kneedle']:g}.")
     lines += _usl(findings["usl"])
@@ -102,6 +117,13 @@ def markdown(
             "(Little's law): those levels measure perfbench, not the target."
         )
     return "\n".join(lines) + "\n"
+
+
+def _pct(level: Level, key: str) -> str:
+    """A level's percentile, marked when a run of it had too few successful tasks to mean it
+    (16 tasks a level: its P95 and P99 were both the slowest task)."""
+    ok = level.tasks * (1.0 - level.error_rate)  # medians across runs: the run's successes
+    return ms(getattr(level, key)) + (THIN if thin(round(ok), key) else "")
 
 
 def _slo_line(slo: tuple[str, float], largest: float | None) -> str:
@@ -129,6 +151,14 @@ def _knee(levels: list[Level], findings: Mapping[str, Any], unit: str, rates: bo
     if stopped and levels:
         return [_below_lowest(levels[0], findings, unit, rates), *_stops(stopped)]
     return ["- No stop condition was reached: no knee in the levels measured."]
+
+
+def _cut(levels: list[Level]) -> list[str]:
+    """An interrupted sweep without a knee read "No stop condition was reached", as if it had
+    gone the whole way (over an empty table when stopped in the first level's warmup)."""
+    count = len(levels)
+    when = f"after {count} level{'s' if count != 1 else ''}" if count else "before any level"
+    return [f"- The sweep was interrupted {when}: no knee yet; its --resume measures the rest."]
 
 
 def _knee_figure(findings: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ Every problem names the file and the line (a CSV row's last line)."""
 from __future__ import annotations
 
 import csv
-import io
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from perfbench.sources import ID_PREFIX, Prompt, SourceError
-from perfbench.sources.selection import Selection, choose
+from perfbench.sources.selection import Selection, pick
 from perfbench.sources.tokenizer import Tokenizer
 
 Format = Literal["jsonl", "csv", "txt"]
@@ -37,20 +37,26 @@ class PromptFile(Selection):
 
 
 def prompts(spec: PromptFile, base: Path) -> list[Prompt]:
+    return list(stream(spec, base))
+
+
+def stream(spec: PromptFile, base: Path) -> Iterator[Prompt]:
+    """The file's prompts taken by ``spec``, read a line (a CSV row) at a time: twice with
+    ``n`` (to count the rows, then to take them), never held whole."""
     path = spec.file(base)
     kind = spec.format or _format_of(path)
-    rows = list(_rows(path, kind))
     tokenizer = Tokenizer(spec.tokenizer)
 
-    def make(i: int) -> Prompt | None:
-        prompt = rows[i]
+    def fitted(prompt: Prompt) -> Prompt | None:
         if spec.filters_input and not spec.input_fits(tokenizer.count(prompt.text)):
             return None
         if spec.output is not None:
             return replace(prompt, output_tokens=spec.output)
         return prompt
 
-    return choose(len(rows), make, n=spec.n, seed=spec.seed)
+    total = _rows_in(path, kind) if spec.n is not None else 0
+    made = (functools.partial(fitted, row) for row in _rows(path, kind))
+    return pick(total, made, n=spec.n, seed=spec.seed)
 
 
 def _format_of(path: Path) -> Format:
@@ -72,21 +78,43 @@ def read_text(path: Path) -> str:
         raise SourceError((), "is not UTF-8 text; save it as UTF-8", file=path, line=line) from exc
 
 
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's lines with their numbers, read one at a time, each with its line feed:
+    UTF-8, a byte-order mark allowed. Lines end at line feeds only: str.splitlines would
+    also end them at U+2028 and the like, which JSON strings may hold, and count lines as
+    no editor does."""
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            try:
+                yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                msg = "is not UTF-8 text; save it as UTF-8"
+                raise SourceError((), msg, file=path, line=number) from exc
+
+
 def _rows(path: Path, kind: Format) -> Iterator[Prompt]:
-    text = read_text(path)
     if kind == "csv":
-        yield from _csv_rows(path, text)
+        for ends, row in _csv_rows(path):
+            yield row_prompt(row, path, ends)
         return
-    # Split on line feeds only: str.splitlines would also split on U+2028 and the like,
-    # which JSON strings may hold, and count lines as no editor does.
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.removesuffix("\r")
-        if not line.strip():
-            continue
+    for number, line in filled_lines(path):
         if kind == "txt":
             yield Prompt(line, origin=(path, number))
         else:
             yield row_prompt(_json_line(path, number, line), path, number)
+
+
+def _rows_in(path: Path, kind: Format) -> int:
+    """The rows ``_rows`` gives, counted without reading what they hold."""
+    return sum(1 for _ in (_csv_rows(path) if kind == "csv" else filled_lines(path)))
+
+
+def filled_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines with text, without their line feeds, with their numbers."""
+    for number, line in read_lines(path):
+        line = line.removesuffix("\n").removesuffix("\r")
+        if line.strip():
+            yield number, line
 
 
 def _json_line(path: Path, number: int, line: str) -> Any:
@@ -96,15 +124,16 @@ def _json_line(path: Path, number: int, line: str) -> Any:
         raise SourceError((), f"is not JSON: {exc.msg}", file=path, line=number) from exc
 
 
-def _csv_rows(path: Path, text: str) -> Iterator[Prompt]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each row with the line it ends on."""
+    reader = csv.DictReader(line for _, line in read_lines(path))
     columns = reader.fieldnames or []
     if not any(f in columns for f in TEXT_FIELDS):
         wanted = " or ".join(TEXT_FIELDS)
         raise SourceError((), f"the header names no {wanted} column", file=path, line=1)
     try:
         for row in reader:
-            yield row_prompt(row, path, reader.line_num)
+            yield reader.line_num, row
     except csv.Error as exc:
         raise SourceError((), f"is not CSV: {exc}", file=path, line=reader.line_num) from exc
 

@@ -1,14 +1,16 @@
 """Which prompts of a data file a workload takes: length filters, ``n``, and a seeded sample.
 
-With ``n``, the file's entries are visited in an order shuffled by the seed and the first
-``n`` that pass the filters are taken (as vLLM's benchmark samples ShareGPT), so only those
-visited are counted in tokens: a file of 90,000 conversations costs what ``n`` of them cost.
-The prompts taken are then put back in file order, which is the order they run in."""
+With ``n``, the taken are the first ``n`` that pass the filters in an order of the entries
+shuffled by the seed (as vLLM's benchmark samples ShareGPT), in file order, which is the
+order they run in. The file is read once in its order, and an entry is counted in tokens
+only while it could still be taken: for 100 of 90,000 conversations, ~800 are counted."""
 
 from __future__ import annotations
 
+import heapq
 import random
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -51,21 +53,42 @@ class Selection(BaseModel):
         return self.min_input is not None or self.max_input is not None
 
 
-def choose(
-    total: int, make: Callable[[int], Prompt | None], *, n: int | None, seed: int
-) -> list[Prompt]:
-    """The prompts taken from ``total`` entries; ``make(i)`` is entry ``i`` as a prompt, or
-    None when it does not pass the filters."""
+def pick(
+    total: int, entries: Iterable[Callable[[], Prompt | None]], *, n: int | None, seed: int
+) -> Iterator[Prompt]:
+    """The prompts taken from ``total`` entries read in file order, each given as what makes
+    its prompt (None: filtered out), so that a file is read once, an entry at a time.
+
+    Without ``n`` each prompt is given as it is read. With ``n`` the taken are the first
+    ``n`` that pass in the order ``random.Random(seed).shuffle`` gives the entries, found in
+    file order: the n passing entries of lowest rank in that order, kept as the file is read;
+    an entry is made (counted in tokens) only while its rank could still be among them,
+    ~n·(1 + ln(total/n)) entries, and the shuffle is held as two arrays of integers."""
     if n is None:
-        return [p for p in map(make, range(total)) if p is not None]
-    order = list(range(total))
-    random.Random(seed).shuffle(order)
-    taken: list[tuple[int, Prompt]] = []
-    for i in order:
-        prompt = make(i)
+        yield from (p for p in (make() for make in entries) if p is not None)
+        return
+    rank = _ranks(total, seed)
+    kept: list[tuple[int, int, Prompt]] = []  # (-rank, index, prompt): a max-heap by rank
+    for i, make in enumerate(entries):
+        if len(kept) == n and rank[i] > -kept[0][0]:
+            continue  # a later rank than every one kept: never taken
+        prompt = make()
         if prompt is not None:
-            taken.append((i, prompt))
-            if len(taken) == n:
-                return [p for _, p in sorted(taken, key=lambda t: t[0])]
-    passing = f"{len(taken)} of its {total} entries pass the filters"
-    raise SourceError(("n",), f"asks for {n} prompts, but the file has fewer: {passing}")
+            heapq.heappush(kept, (-rank[i], i, prompt))
+            if len(kept) > n:
+                heapq.heappop(kept)
+    if len(kept) < n:  # every entry was made: these are all that pass
+        passing = f"{len(kept)} of its {total} entries pass the filters"
+        raise SourceError(("n",), f"asks for {n} prompts, but the file has fewer: {passing}")
+    yield from (p for _, _, p in sorted(kept, key=lambda k: k[1]))
+
+
+def _ranks(total: int, seed: int) -> array[int]:
+    """Each entry's place in the order ``random.Random(seed).shuffle`` gives ``range(total)``
+    (the same shuffle of an array as of a list: it swaps by index)."""
+    order = array("q", range(total))
+    random.Random(seed).shuffle(order)
+    rank = array("q", bytes(8 * total))
+    for k, i in enumerate(order):
+        rank[i] = k
+    return rank

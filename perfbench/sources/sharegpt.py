@@ -14,17 +14,19 @@ before; the recorded replies are not sent, only counted for the output length as
 
 from __future__ import annotations
 
+import codecs
+import functools
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from perfbench.sources import ID_PREFIX, Prompt, SourceError
-from perfbench.sources.files import read_text
-from perfbench.sources.selection import Selection, choose
+from perfbench.sources.files import filled_lines, read_text
+from perfbench.sources.selection import Selection, pick
 from perfbench.sources.tokenizer import Tokenizer
 
 HUMAN = ("human", "user")
@@ -68,12 +70,16 @@ class ShareGpt(Selection):
 
 
 def prompts(spec: ShareGpt, base: Path) -> list[Prompt]:
+    return list(stream(spec, base))
+
+
+def stream(spec: ShareGpt, base: Path) -> Iterator[Prompt]:
+    """The conversations' prompts taken by ``spec``, the file read a conversation at a time
+    (twice with ``n``: to count, then to take)."""
     path = spec.file(base)
-    entries = _entries(path)
     tokenizer = Tokenizer(spec.tokenizer)
 
-    def make(i: int) -> Prompt | None:
-        line, entry = entries[i]
+    def make(i: int, line: int | None, entry: Any) -> Prompt | None:
         talk = _talk(spec, entry, path, line, i)
         if talk is None:
             return None
@@ -88,7 +94,9 @@ def prompts(spec: ShareGpt, base: Path) -> list[Prompt]:
         turns = tuple(sent) if spec.turns == "all" else None
         return Prompt(sent[0], output_tokens=output, name=name, origin=(path, line), turns=turns)
 
-    return choose(len(entries), make, n=spec.n, seed=spec.seed)
+    total, entries = _entries(path, counted=spec.n is not None)
+    made = (functools.partial(make, i, *entry) for i, entry in enumerate(entries))
+    return pick(total, made, n=spec.n, seed=spec.seed)
 
 
 def _talk(spec: ShareGpt, entry: Any, path: Path, line: int | None, i: int) -> Talk | None:
@@ -106,17 +114,41 @@ def _per_turn(replied: list[int]) -> int:
     return (sum(replied) + len(replied) // 2) // len(replied)
 
 
-def _entries(path: Path) -> list[tuple[int | None, Any]]:
-    """Each conversation with its line (JSONL only: the standard library's JSON parser says
-    where a syntax error is, but not where each value of a good file sits)."""
-    text = read_text(path)
+def _entries(path: Path, *, counted: bool) -> tuple[int, Iterator[tuple[int | None, Any]]]:
+    """How many conversations there are (0 unless ``counted``), and each with its line
+    (JSONL only: a JSON list's parser says where a syntax error is, but not where each value
+    of a good file sits). Either file is read an entry at a time, twice when counted."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        lines = enumerate(text.split("\n"), start=1)
-        return [(n, _json(line, path, n)) for n, line in lines if line.strip()]
-    data = _json(text, path, None)
-    if not isinstance(data, list):
-        raise SourceError((), "expected a JSON list of conversations", file=path, line=1)
-    return [(None, entry) for entry in data]
+        total = sum(1 for _ in filled_lines(path)) if counted else 0
+        return total, ((n, _json(line, path, n)) for n, line in filled_lines(path))
+    total = sum(1 for _ in _listed(path)) if counted else 0
+    return total, ((None, entry) for entry in _listed(path))
+
+
+def _listed(path: Path) -> Iterator[Any]:
+    """The entries of a JSON list, parsed one at a time (ijson): ShareGPT's own file is
+    ~670 MB of JSON, several GB parsed whole."""
+    import ijson  # only for a JSON list
+
+    with path.open("rb") as file:
+        if file.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            file.seek(0)
+        events = ijson.parse(file, use_float=True)
+        try:
+            first = next(events, None)
+            if first is None or first[1] != "start_array":
+                raise SourceError((), "expected a JSON list of conversations", file=path, line=1)
+            yield from ijson.items(events, "item")
+        except ijson.JSONError as exc:
+            raise _located(path, exc) from exc
+
+
+def _located(path: Path, exc: Exception) -> SourceError:
+    """A JSON list's syntax error, with its line: ijson's errors give none, so the file is
+    parsed whole to find it (only when it is broken); its own message if that parses."""
+    _json(read_text(path), path, None)  # raises the located error
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return SourceError((), f"is not JSON: {first}", file=path)
 
 
 def _json(text: str, path: Path, line: int | None) -> Any:

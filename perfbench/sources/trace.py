@@ -15,7 +15,7 @@ Deterministic: a block's text depends on its id, a prompt's tail on its line num
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from perfbench.load.trace import Arrival
@@ -35,9 +35,16 @@ def shaped(arrivals: Sequence[Arrival]) -> bool:
 
 def prompts(arrivals: Sequence[Arrival], path: Path, tokenizer_name: str = DEFAULT) -> list[Prompt]:
     """One prompt per arrival of the trace in ``path``, in the arrivals' order."""
+    return list(stream(arrivals, path, tokenizer_name))
+
+
+def stream(
+    arrivals: Iterable[Arrival], path: Path, tokenizer_name: str = DEFAULT
+) -> Iterator[Prompt]:
+    """``prompts`` one at a time, each made when asked for; what is kept between them is
+    the text of each block id met (a trace's blocks are shared: that is their point)."""
     tokenizer = Tokenizer(tokenizer_name)
     blocks: dict[int, str] = {}
-    made = []
     for a in arrivals:
         if a.input_length is None:
             raise SourceError(
@@ -49,9 +56,7 @@ def prompts(arrivals: Sequence[Arrival], path: Path, tokenizer_name: str = DEFAU
         head = _prefix(a, blocks, tokenizer)
         rng = random.Random(f"trace:{a.line}")
         text = fit(LANGUAGE, rng, tokenizer, a.input_length, head=head)
-        origin = (path, a.line)
-        made.append(Prompt(text, LANGUAGE, output_tokens=a.output_length, origin=origin))
-    return made
+        yield Prompt(text, LANGUAGE, output_tokens=a.output_length, origin=(path, a.line))
 
 
 def _prefix(a: Arrival, blocks: dict[int, str], tokenizer: Tokenizer) -> str:

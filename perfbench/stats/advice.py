@@ -165,9 +165,12 @@ def _failures(runs: list[Mapping[str, Any]]) -> Iterable[str]:
             "See samples.jsonl for each error."
         )
     if mismatch:
+        # Not only tool calls: an expect may also ask for text in the output (suite.Expect).
         yield (
-            f"{mismatch} task(s) did not make the tool calls their case expects; they are "
-            "measured but counted as not matching."
+            f"{mismatch} of {tasks} measured task(s) finished but not as their case's expect "
+            "asks (its tool calls in order, its output_contains): they are timed, yet count "
+            'against the success rate, not as errors. Their samples have "expect_ok": false '
+            "in samples.jsonl; check the case's expect or the target's answers."
         )
 
 
@@ -198,10 +201,13 @@ def _tail_resolution(summary: Mapping[str, Any]) -> Iterable[str]:
     cases = summary["pooled"]["cases"].values()
     smallest = min((c["latency"]["n"] for c in cases if c["latency"]), default=0)
     if 0 < smallest < 100:
+        # Under 20 tasks the P95 is the slowest one too (the tables mark both): naming the
+        # P99 alone said the P95 beside it meant something.
+        which = "P99 is" if smallest >= 20 else "P95 and P99 are"
         yield (
-            f"Some cases have only {smallest} successful task(s) over all runs: their P99 is "
-            "simply the slowest one. For a meaningful per-case P99, raise --repeat so that "
-            "runs × repeat is 100 or more."
+            f"Some cases have only {smallest} successful task(s) over all runs: their {which} "
+            "simply the slowest one (marked *). For a meaningful per-case P99, raise --repeat "
+            "so that runs × repeat is 100 or more."
         )
 
 

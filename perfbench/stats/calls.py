@@ -82,6 +82,7 @@ def call_doc(step: Step, model: str) -> dict[str, Any]:
         "e2e": step.duration,
         "tokens_in": step.tokens_in,
         "tokens_out": step.tokens_out,
+        "finish": step.finish,
     }
 
 

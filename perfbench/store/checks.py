@@ -1,29 +1,24 @@
-"""What a reader checks before it trusts a run directory's files.
+"""What a reader checks before it trusts summary.json (meta.json, sweep-plan.json and the
+lines of samples.jsonl are typed documents checked by pydantic: ``store.documents``).
 
 A run directory outlives the process that wrote it: it is copied, edited by hand, cut short by
 a full disk or a kill, restored from a backup. Every document is checked against the shape its
-readers rely on as it is read, so a damaged file is reported as ``file: where: what`` (or
-``file:line: where: what`` for samples.jsonl) with how to fix it, instead of failing later,
-deep in a renderer, with a traceback.
+readers rely on as it is read, so a damaged file is reported as ``file: where: what`` with how
+to fix it, instead of failing later, deep in a renderer, with a traceback.
 
 A shape is a small tree of ``Leaf`` (one JSON value), ``Obj`` (an object's keys), ``ListOf``,
 ``MapOf`` (an object of any keys), ``Maybe`` (or null) and ``AnyOf``. The shapes say what
-readers index (``meta["suite"]["cases"]``); keys only ever read with ``.get`` may be absent,
-as in run directories written by older versions of perfbench. The sample line's shape is
-derived from the ``Sample`` dataclass, so a new field is checked without a change here.
+readers index (``summary["pooled"]["overall"]``); keys only ever read with ``.get`` may be
+absent, as in run directories written by older versions of perfbench.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import types
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any
 
-from perfbench.sample import Sample, Step
 from perfbench.stats.histogram import decode, release
 
 
@@ -100,26 +95,26 @@ def _locate(value: Any, shape: Shape, where: str) -> None:
             _locate(value, shape.shape, where)
     elif isinstance(shape, Leaf):
         if not shape.test(value):
-            raise Damage(where, f"expected {shape.expected}, found {_found(value)}")
+            raise Damage(where, f"expected {shape.expected}, found {found(value)}")
     elif isinstance(shape, Obj):
         _check_obj(value, shape, where)
     elif isinstance(shape, AnyOf):
         _check_any(value, shape, where)
     elif isinstance(shape, ListOf):
         if not isinstance(value, list):
-            raise Damage(where, f"expected a list, found {_found(value)}")
+            raise Damage(where, f"expected a list, found {found(value)}")
         for i, item in enumerate(value):
             _locate(item, shape.item, f"{where}[{i}]")
     else:
         if not isinstance(value, dict):
-            raise Damage(where, f"expected an object, found {_found(value)}")
+            raise Damage(where, f"expected an object, found {found(value)}")
         for key, item in value.items():
             _locate(item, shape.value, _join(where, key))
 
 
 def _check_obj(value: Any, shape: Obj, where: str) -> None:
     if not isinstance(value, dict):
-        raise Damage(where, f"expected an object, found {_found(value)}")
+        raise Damage(where, f"expected an object, found {found(value)}")
     for key, item_shape in shape.required.items():
         if key not in value:
             raise Damage(where, f"the key '{key}' is missing")
@@ -213,7 +208,8 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-def _found(value: Any) -> str:
+def found(value: Any) -> str:
+    """``value`` for people: ``a string ('x')``."""
     if value is None:
         return "null"
     names = {bool: "a boolean", str: "a string", list: "a list", dict: "an object"}
@@ -267,95 +263,6 @@ def one_of(*choices: str) -> Leaf:
     return Leaf(" or ".join(repr(c) for c in choices), lambda v: v in choices)
 
 
-# --- meta.json ---------------------------------------------------------------------------
-
-_CASE = Obj(
-    {"id": TEXT, "timeout_s": NUMBER, "language": TEXT, "tools": INT},
-    {"tags": ListOf(TEXT)},
-)
-_LOAD_FIELDS: dict[str, Shape] = {
-    "per_second": NUMBER,
-    "arrival": one_of("constant", "poisson"),
-    "duration_s": Maybe(NUMBER),
-    "max_in_flight": Maybe(COUNT),
-    "trace": Maybe(ListOf(NUMBER)),  # run --trace: the arrivals replayed, seconds from 0
-    "start": COUNT,
-    "maximum": COUNT,
-    "decrease": NUMBER,
-    "cooldown_s": NUMBER,
-}
-_SHAPE: dict[str, Shape] = {"shape": one_of("adaptive", "rate")}
-# Closed: the load is rebuilt from these keys on --resume, and another would not fit. The
-# spec's load names its shape; meta.json's ``plan`` (kept for older readers) does not.
-_LOAD = Obj(_SHAPE, _LOAD_FIELDS, closed=True)
-_BARE_LOAD = Obj({}, {**_SHAPE, **_LOAD_FIELDS}, closed=True)
-
-
-def _plan(load: Shape) -> Obj:
-    counts = {"repeat": COUNT, "concurrency": COUNT, "workers": COUNT}
-    return Obj(
-        {},
-        {
-            **counts,
-            "runs": PASSES,
-            "warmup": PASSES,
-            "seed": INT,
-            "ramp_up": Maybe(NUMBER),
-            "load": Maybe(load),
-        },
-    )
-
-
-_PLAN = _plan(_LOAD)
-_TARGET = Obj(
-    {"target": TEXT},
-    {
-        "base_url": Maybe(TEXT),
-        "api_key_env": Maybe(TEXT),
-        "stream": BOOL,
-        "retries": PASSES,
-        "max_retry_wait": NUMBER,
-        "check_tokens": BOOL,
-        "headers": ListOf(TEXT),
-        "upstream": TEXT,
-        "record": Maybe(TEXT),
-    },
-)
-SPEC = Obj(
-    {"cases": ListOf(TEXT), "target": _TARGET, "plan": _PLAN},
-    {"label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT)},
-)
-META = Obj(
-    {
-        "id": Maybe(TEXT),
-        "status": TEXT,
-        "target": TEXT,
-        "suite": Obj({"name": TEXT, "digest": TEXT, "cases": ListOf(_CASE)}),
-    },
-    {
-        "schema": INT,
-        "owner": Obj({"hostname": TEXT, "pid": INT}),
-        "label": Maybe(TEXT),
-        "started_at": TEXT,
-        "finished_at": Maybe(TEXT),
-        "duration_s": Maybe(NUMBER),
-        "resumed": ListOf(TEXT),
-        "load": Obj({"shape": TEXT}),
-        "plan": _plan(_BARE_LOAD),
-        "prices": Obj({}),
-        "spec": SPEC,
-        "perfbench_version": TEXT,
-        "packages": MapOf(TEXT),
-        "host": Obj({}),
-        "headline": Maybe(
-            Obj({}, {n: Maybe(NUMBER) for n in ("tasks", "ok", "p50", "p95", "throughput")})
-        ),
-        "error": TEXT,
-        "stopped_by": TEXT,
-        "invocation": Obj({}),  # how runs were started before specs were recorded
-    },
-)
-
 # --- summary.json ------------------------------------------------------------------------
 
 _DISTRIBUTION = Maybe(
@@ -392,72 +299,4 @@ SUMMARY = Obj(
         "client": Obj({}, {"headroom": Maybe(Obj({}))}),
         "adaptive": Obj({"history": ListOf(JSON)}),
     },
-)
-
-# --- sweep-plan.json ---------------------------------------------------------------------
-
-_SWEEP = Obj(
-    {
-        "base": _PLAN,
-        "levels": ListOf(POSITIVE),
-        "rates": BOOL,
-        "max_level": POSITIVE,
-        "rule": Obj({k: NUMBER for k in ("error_budget", "p95_factor", "min_gain")}, closed=True),
-        "bisect_steps": PASSES,
-        "slo": Maybe(
-            Leaf(
-                "a [metric or objectives, limit] pair",
-                lambda v: (
-                    isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _number(v[1])
-                ),
-            )
-        ),
-    },
-    {"workers": PASSES},
-)
-SWEEP_PLAN = Obj(
-    {
-        "status": TEXT,
-        "cases": ListOf(TEXT),
-        # A target string beside ``options`` in sweeps started before specs were recorded.
-        "target": AnyOf((_TARGET, TEXT)),
-        "plan": _SWEEP,
-    },
-    {"suite_digest": TEXT, "label": Maybe(TEXT), "prices": Maybe(TEXT), "out": Maybe(TEXT),
-     "server_metrics": Maybe(TEXT), "scrape_interval": NUMBER},
-)  # fmt: skip
-
-# --- samples.jsonl: derived from the dataclasses ------------------------------------------
-
-
-def _of_hint(hint: Any) -> Shape:
-    """The shape of a dataclass field's JSON value, from its type annotation."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        return Maybe(_of_hint(rest[0]))
-    if origin is Literal:
-        return one_of(*args)
-    if origin is list:
-        return ListOf(STEP if args[0] is Step else _of_hint(args[0]))
-    return {float: PARSED_NUMBER, int: INT, str: TEXT, bool: BOOL}[hint]
-
-
-def _of_dataclass(cls: type, derived: Mapping[str, Shape]) -> Obj:
-    """Fields without a default are required; the JSON's derived keys may be present."""
-    hints = typing.get_type_hints(cls)
-    fields = dataclasses.fields(cls)
-    required = {f.name: _of_hint(hints[f.name]) for f in fields if _no_default(f)}
-    optional = {f.name: _of_hint(hints[f.name]) for f in fields if not _no_default(f)}
-    # Closed: ``from_json`` passes every key to the dataclass, which refuses unknown ones.
-    return Obj(required, {**optional, **derived}, closed=True)
-
-
-def _no_default(f: dataclasses.Field[Any]) -> bool:
-    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
-
-STEP = _of_dataclass(Step, {})
-SAMPLE = _of_dataclass(
-    Sample, {"latency": Maybe(PARSED_NUMBER), "latency_intended": Maybe(PARSED_NUMBER)}
 )

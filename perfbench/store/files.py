@@ -1,19 +1,21 @@
 """Files of a run directory: atomic JSON documents and the append-only samples.jsonl.
 
-Reading checks every document against what its readers rely on (``store.checks``): a damaged
-file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
+Reading checks every document against what its readers rely on (meta.json, sweep-plan.json
+and sample lines as the types of ``store.documents``, summary.json by ``store.checks``): a
+damaged file is a ``StoreError`` naming the file (and the line of samples.jsonl) and how to fix it.
 Writing never leaves half a file nor a temporary one: a failed write removes its temp file
 and raises a ``StoreError`` that keeps the cause (``No space left on device``)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +25,7 @@ import orjson
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
 from perfbench.stats.server_metrics import Scrape
-from perfbench.store import checks
+from perfbench.store import checks, documents
 
 META = "meta.json"
 SAMPLES = "samples.jsonl"
@@ -34,14 +36,14 @@ BATCH_BYTES = 1 << 16  # or until this much is pending
 RESERVE = ".reserve"  # room kept back for meta.json's last write (see ``Reserve``)
 PLAN_FILE = "sweep-plan.json"
 
-# What each document must look like, and how to repair one that does not.
-_SHAPES: dict[str, tuple[checks.Shape, str]] = {
-    META: (checks.META, "restore meta.json from a copy, or remove the run directory"),
+# What checks each document (raising ``checks.Damage``), and how to repair one that fails.
+_SHAPES: dict[str, tuple[Callable[[Any], None], str]] = {
+    META: (documents.check_meta, "restore meta.json from a copy, or remove the run directory"),
     SUMMARY: (
-        checks.SUMMARY,
+        functools.partial(checks.check, shape=checks.SUMMARY),
         "summary.json is derived from samples.jsonl: delete it and perfbench recomputes it",
     ),
-    PLAN_FILE: (checks.SWEEP_PLAN, "restore it from a copy, or start the sweep anew"),
+    PLAN_FILE: (documents.check_sweep, "restore it from a copy, or start the sweep anew"),
 }
 _LINE_FIX = (
     "The line is damaged: delete it (its task is lost; `perfbench run --resume` of an "
@@ -98,10 +100,13 @@ _JSON_OPTIONS = (
 )
 
 
-def _plain_number(value: Any) -> float:
-    """A float subclass orjson does not take itself, as the float it is."""
+def _plain(value: Any) -> float | dict[Any, Any]:
+    """A float subclass orjson does not take itself, as the float it is; a mapping that makes
+    its entries when read (``_write``), as a dict of them."""
     if isinstance(value, float):
         return float(value)
+    if isinstance(value, Mapping):
+        return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
@@ -134,15 +139,22 @@ def _write(fh: IO[bytes], doc: Any, depth: int) -> None:
     or list in the first ``_LEVELS``, or of more than ``_MANY`` entries, is written an entry
     at a time."""
     pad = b"  " * depth
+    # A mapping other than a dict makes its entries when read (summary.json's per-case
+    # figures, stats/summary.CaseFigures): orjson takes dicts only, and so it goes an entry
+    # at a time, each made, written and let go.
+    made = isinstance(doc, Mapping) and not isinstance(doc, dict)
     whole = not isinstance(doc, dict | list) or not doc or (depth >= _LEVELS and len(doc) <= _MANY)
-    if whole:
-        data = orjson.dumps(doc, default=_plain_number, option=_PIECE_OPTIONS)
+    if whole and not made:
+        data = orjson.dumps(doc, default=_plain, option=_PIECE_OPTIONS)
         fh.write(data.replace(b"\n", b"\n" + pad) if depth and b"\n" in data else data)
         return
+    if not doc:  # an empty mapping of that kind: as orjson writes an empty dict
+        fh.write(b"{}")
+        return
     inner = pad + b"  "
-    is_dict = isinstance(doc, dict)
+    is_dict = isinstance(doc, Mapping)
     fh.write(b"{\n" if is_dict else b"[\n")
-    entries = doc.items() if isinstance(doc, dict) else ((None, v) for v in doc)
+    entries = doc.items() if isinstance(doc, Mapping) else ((None, v) for v in doc)
     for k, (key, value) in enumerate(entries):
         fh.write(b",\n" + inner if k else inner)
         if is_dict:  # the key as orjson writes it (OPT_NON_STR_KEYS: 1 is "1")
@@ -154,7 +166,7 @@ def _write(fh: IO[bytes], doc: Any, depth: int) -> None:
 def encode_json(doc: Any, path: Path) -> bytes:
     """``doc`` as ``write_json`` writes it to ``path`` (named in the error)."""
     try:
-        return orjson.dumps(doc, default=_plain_number, option=_JSON_OPTIONS)
+        return orjson.dumps(doc, default=_plain, option=_JSON_OPTIONS)
     except orjson.JSONEncodeError as exc:  # a perfbench bug (a value JSON cannot hold)
         raise StoreError(f"cannot write {path}: {exc}") from exc
 
@@ -208,7 +220,7 @@ def read_json(path: Path) -> Any:
     known = _SHAPES.get(path.name)
     if known is not None:
         try:
-            checks.check(doc, known[0])
+            known[0](doc)
         except checks.Damage as exc:
             raise StoreError(f"{path}: {exc}; {known[1]}") from None
     return doc
@@ -302,14 +314,9 @@ def read_samples(run_dir: Path) -> Iterator[Sample]:
 
 def _sample(line: bytes, path: Path, number: int) -> Sample:
     try:
-        doc = orjson.loads(line)
-        checks.check(doc, checks.SAMPLE)
-    except orjson.JSONDecodeError as exc:
-        what = f"not a JSON line ({exc.msg}, column {exc.colno})"
-        raise StoreError(f"{path}:{number}: {what}. {_LINE_FIX}") from None
+        return documents.read_sample(line)
     except checks.Damage as exc:
         raise StoreError(f"{path}:{number}: {exc}. {_LINE_FIX}") from None
-    return Sample.from_json(doc)
 
 
 def read_server_metrics(run_dir: Path) -> Iterator[Scrape]:

@@ -56,7 +56,7 @@ def finished(run_dir: Path) -> Summary | None:
     meta_path = run_dir / store.META
     if not meta_path.is_file():
         return None
-    meta = store.read_json(meta_path)
+    meta = store.recorded_meta(run_dir)
     if meta.get("status") != "completed":
         return None
     return store.read_summary(run_dir, meta)

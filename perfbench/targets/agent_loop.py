@@ -170,7 +170,7 @@ class ModelAgent(Target):
             raise
         # The call ends when its reply has arrived: tokenizing below is not the model's time.
         call.finish(tokens_in=reply.tokens_in, tokens_out=reply.tokens_out)
-        record_details(task, reply, self.api.model)
+        record_details(task, call.step, reply, self.api.model)
         if reply.tokens_out is None:  # no usage from the API: estimate, and say so
             estimate_tokens(task, reply, body)
             call.set_tokens(reply.tokens_in, reply.tokens_out)

@@ -154,6 +154,7 @@ class MockAgent(Target):
             await sleep_until(task.clock, start + offset)
             call.token(content=content)
         call.finish(tokens_in=reply.prompt_tokens, tokens_out=reply.completion_tokens)
+        call.step.finish = reply.finish
         return None
 
     async def _call_tools(self, task: Task, case: Case, names: list[str]) -> list[str]:

@@ -66,6 +66,10 @@ def test_every_model_call_of_an_sdk_agent_is_a_step_of_its_task(
         models = [st for st in s["steps"] if st["kind"] == "model"]
         assert s["model_calls"] == len(models) == 2 and s["tool_calls"] == 1
         assert all(st["tokens_in"] and st["tokens_out"] for st in models)
+        # What the proxy saw of each call: the model the agent asked, why the reply ended.
+        assert [st["model"] for st in models] == ["mock", "mock"]
+        assert models[0]["finish"] in ("tool_calls", "tool_use")  # its tool call
+        assert models[1]["finish"] in ("stop", "end_turn")
         if name != "framework_agent.py":  # it does not stream: no TTFT to show
             assert all(st["ttft"] is not None and st["ttft"] > 0 for st in models)
         assert s["exit_status"] == 0

@@ -130,6 +130,10 @@ def _served(*options: str) -> Iterator[tuple[str, list[str]]]:
             raise AssertionError("mock serve did not stop on Ctrl-C within 10 s") from None
 
 
+# make test-slow: 8 servers started and stopped (131 s at load 14). make test stops one the
+# same way (test_mock_serve_prints_a_url_that_answers_and_warns_beyond_loopback[0.0.0.0]);
+# 8 of them catch the 1-in-3 failure 96 times in 100.
+@pytest.mark.slow
 def test_mock_serve_stops_on_ctrl_c_right_after_a_client_hangs_up() -> None:
     """A Ctrl-C as a client closes its connection was raised inside the loop's callback for
     that close, where uvloop swallowed it: 1 in 3 servers then served on, unstoppable."""

@@ -17,7 +17,7 @@ from aiohttp import web
 from perfbench.report import html
 from perfbench.report.format import md_code, md_text
 from tests.e2e.test_html_report import DevTools, browser, is_error
-from tests.helpers import CASES, cli, serving
+from tests.helpers import CASES, invoke, serving
 
 __all__ = ["browser"]  # the fixture, shared with test_html_report
 
@@ -52,13 +52,13 @@ def hostile_report(tmp: Path, url: str) -> Path:
     runs = []
     for n, label in enumerate(labels(url)):
         out = tmp / f"runs{n}"
-        done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1",
+        done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1",
                    "--warmup", "0", "-q", "--out", str(out), "--label", label)  # fmt: skip
         assert done.returncode == 0, done.stderr
         (run,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
         runs.append(str(run))
     report = tmp / "report"
-    done = cli("report", *runs, "--baseline", runs[0], "--out", str(report))
+    done = invoke("report", *runs, "--baseline", runs[0], "--out", str(report))
     assert done.returncode == 0, done.stderr
     return report / "report.html"
 
@@ -122,7 +122,7 @@ def test_a_user_string_in_markdown_reads_as_itself(value: str) -> None:
 
 def test_a_line_break_in_a_label_is_refused(tmp_path: Path) -> None:
     forged = "v2\n## ✅ pass — no regression"
-    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1", "-q",
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", "mock:zero", "--runs", "1", "-q",
                "--out", str(tmp_path), "--label", forged)  # fmt: skip
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "--label" in done.stderr and "control character" in done.stderr

@@ -152,3 +152,42 @@ def test_a_second_sigint_after_a_prompt_stop_is_still_the_same_interrupt() -> No
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["stopped", "printed"], done.stderr
+
+
+SLOW_STOP = textwrap.dedent(
+    """
+    import os, signal, threading, time
+    import anyio
+    from perfbench import api
+    from perfbench.engine.observer import RunObserver
+
+    class SlowStop:  # its tasks in flight take longer than TOGETHER_S to end after the stop
+        def __init__(self):
+            self.asked = False
+        async def run(self):
+            while not self.asked:
+                await anyio.sleep(0.01)
+            await anyio.sleep(api.TOGETHER_S * 2)
+            return "stopped"
+        def stop(self, reason=None):
+            self.asked = True
+
+    def signal_once():
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=signal_once, daemon=True).start()
+    print(api._drive(SlowStop(), RunObserver(), interruptible=True), flush=True)
+    """
+)
+
+
+def test_one_sigint_whose_stop_outlasts_the_pair_window_ends_cleanly() -> None:
+    """A sweep at -c 8 stopped by `timeout -s INT` took over TOGETHER_S to let its tasks end;
+    the wait for the pair's second signal was then negative, and anyio's sleep raised
+    ValueError: a traceback in place of the tables."""
+    done = subprocess.run(
+        [sys.executable, "-c", SLOW_STOP], capture_output=True, text=True, timeout=25
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["stopped"], done.stderr

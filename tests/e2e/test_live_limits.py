@@ -12,6 +12,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import anyio
+
+from perfbench import store
+from perfbench.cli.events import Progress
+from perfbench.engine.session import Session
+from perfbench.spec import Plan, RunSpec, TargetSpec
+from perfbench.suite import load_suite
+from perfbench.telemetry import Telemetry
 from tests.helpers import CASES, cli, perfbench
 
 HALF = """name: half
@@ -78,3 +86,33 @@ def test_the_metrics_page_answers_during_a_run(tmp_path: Path) -> None:
     assert 'perfbench_tasks_finished_total{phase="measured",status="ok"}' in page, page[-2000:]
     assert "perfbench_tasks_in_flight" in page and "perfbench_task_latency_seconds_bucket" in page
     assert child.returncode == 130, out + err
+
+
+def test_with_workers_nothing_is_in_flight_once_the_run_ends(tmp_path: Path) -> None:
+    # Each worker's latest sample counted the tasks in flight when *it* started (itself too):
+    # the fleet said 2 were in flight after a --workers 2 run, and the page 50 started of 48.
+    # Real time (the workers are processes), as `run` does.
+    spec = RunSpec(plan=Plan(runs=2, warmup=1, concurrency=4, workers=2), out=str(tmp_path),
+                   target=TargetSpec(target="mock:zero"))  # fmt: skip
+    telemetry = Telemetry(0)  # never served: read from its registry
+    progress = Progress([telemetry])
+    result = anyio.run(Session(spec, progress, suite=load_suite([CASES])).run)
+    assert progress.snapshot()["concurrency"] == 0
+    progress.finished(result.meta["status"], 0, None)
+    assert result.run_dir is not None
+    finished = len(list(store.read_samples(result.run_dir)))
+    assert finished == 48 == telemetry.registry.get_sample_value("perfbench_tasks_started_total")
+    assert telemetry.registry.get_sample_value("perfbench_tasks_in_flight") == 0
+
+
+def test_with_workers_a_timed_pass_says_its_time_not_the_suites_size(tmp_path: Path) -> None:
+    # The fleet announced a timed pass with the suite's size (`run 1: 4 tasks`, and `tasks: 4`
+    # in phase_changed), one process with 0 tasks. It starts as many as its time allows.
+    args = ["-c", "2", "--duration", "0.6", "--runs", "2", "--workers", "2", "--json"]
+    done = cli("run", str(CASES / "answer.yaml"), "-t", "mock:zero", *args, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    phases = [(e["phase"], e["tasks"]) for e in events if e["event"] == "phase_changed"]
+    assert phases == [("warmup", 4), ("measured", 0), ("measured", 0)], phases
+    headers = [line for line in done.stderr.splitlines() if line.startswith("run ")]
+    assert headers == ["run 1: tasks for 0.3 s", "run 2: tasks for 0.3 s"], done.stderr

@@ -22,6 +22,9 @@ def test_the_header_counts_arrivals_and_the_headline_says_offered_and_achieved(
     assert "open loop: offered 20.00 tasks/s, achieved " in said
     achieved = float(said.split("achieved ")[1].split(" ")[0])
     assert f"({achieved / 20:.0%})" in said  # the share printed is of the figures printed
+    # the headline, last on the screen, where a k6 or GuideLLM user looks first
+    headline = " ".join(done.stdout.splitlines()[-4:])
+    assert f" {achieved:.2f} tasks/s of 20.00 offered ({achieved / 20:.0%})" in headline, headline
 
 
 def _late(load: dict[str, object]) -> list[str]:

@@ -86,6 +86,39 @@ def test_a_runs_sentences_agree_with_its_tables(runs: tuple[Path, dict[str, str]
     assert errors is not None and _num(errors[1]) == round(100 * (1 - sum(oks) / sum(tasks)), 1)
 
 
+def test_the_default_screens_marks_and_headline_agree_with_its_table(
+    runs: tuple[Path, dict[str, str]],
+) -> None:
+    """The screen a user sees first (`show` without --details, as `run` prints it): each
+    percentile marked exactly when its tasks are too few, the headline's too (by a run's
+    tasks), its errors from the table's counts, and the note beside the marks."""
+    root = runs[0]
+    [run_dir] = [d for d in root.iterdir() if d.name.endswith("_a1")]
+    done = cli("show", str(run_dir), env=WIDE)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\s*case\s+lang\s+ok/tasks", line))
+    cells = [
+        line.split() for line in lines[start + 2 :] if re.match(r"\s*\S+\s+(\w+\s+)?\d+/\d+", line)
+    ]
+    *case_rows, everything = cells
+    assert everything[0] == "all" and len(case_rows) == 4, done.stdout
+    for row in cells:
+        ok = int(row[-6].split("/")[0])
+        assert all(_thin_ok(row[-5 + i], ok, key) for i, key in enumerate(("p50", "p95", "p99")))
+    oks = [int(r[-6].split("/")[0]) for r in case_rows]
+    per_run = sum(int(r[-6].split("/")[1]) for r in case_rows) // 3  # 3 runs
+    tail = " ".join(lines[-4:])
+    for key in ("p50", "p95", "p99"):
+        figure = re.search(rf"{key.upper()} ([\d,.]+ m?s)(\*?)", tail)
+        assert figure is not None, tail
+        assert (figure[2] == "*") == (per_run < tasks_for(int(key[1:]) / 100)), tail
+    assert ("*" in done.stdout) == ("*: too few tasks" in done.stdout)
+    errors = re.search(r"errors ([\d.]+)%", tail)
+    total = sum(int(r[-6].split("/")[1]) for r in case_rows)
+    assert errors is not None and _num(errors[1]) == round(100 * (1 - sum(oks) / total), 1)
+
+
 def test_an_open_loops_offered_and_achieved_agree_with_its_headline(
     runs: tuple[Path, dict[str, str]],
 ) -> None:
@@ -95,6 +128,8 @@ def test_an_open_loops_offered_and_achieved_agree_with_its_headline(
     assert head is not None and line is not None, text
     assert _num(line[1]) == 40.0 and _num(line[2]) == _num(head[1])
     assert int(line[3]) == round(100 * _num(line[2]) / _num(line[1]))
+    last = " ".join(runs[1]["open"].splitlines()[-4:])  # the headline says the same
+    assert f"{line[2]} tasks/s of {line[1]} offered ({line[3]}%)" in last, last
 
 
 def test_a_compares_changes_and_verdict_agree_with_its_medians(

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from perfbench.apis import recording
 from tests.helpers import perfbench
@@ -76,6 +77,7 @@ def test_port_record_and_json(tmp_path: Path) -> None:
             live = orjson.loads(proxy.stdout.readline())  # printed as the call ended
             assert live["event"] == "call" and live["model"] == "gpt-a"
             assert live["status"] == "ok" and live["ttft"] > 0 and live["tokens_out"] > 0
+            assert live["finish"] == "stop"  # why the reply ended, as the API said it
         finally:
             rest, said = _stop(proxy)
     assert proxy.returncode == 0, said
@@ -98,3 +100,59 @@ def test_a_port_in_use_is_a_clear_error() -> None:
                               text=True, timeout=60)  # fmt: skip
     assert done.returncode == 3 and f"127.0.0.1:{port}" in done.stderr
     assert "choose another --port" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_printed_url_works_as_the_official_sdks_base_url() -> None:
+    """What a person does with the first line: the openai SDK's OPENAI_BASE_URL (Chat
+    Completions, streamed and not, and the Responses API), and the export line's
+    ANTHROPIC_BASE_URL for the anthropic SDK; each call in the table on exit."""
+    openai = pytest.importorskip("openai")
+    anthropic = pytest.importorskip("anthropic")
+    wide = {**os.environ, "COLUMNS": "200"}
+    with subprocess.Popen(perfbench("proxy"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=wide) as proxy:  # fmt: skip
+        try:
+            assert proxy.stdout is not None and proxy.stderr is not None
+            base = proxy.stdout.readline().strip()
+            exports = dict(
+                word.split("=", 1) for word in proxy.stderr.readline().split()[1:]
+            )  # export A=… B=…
+            assert exports["OPENAI_BASE_URL"] == base
+            client = openai.OpenAI(base_url=base, api_key=exports["OPENAI_API_KEY"],
+                                   max_retries=0, timeout=60)  # fmt: skip
+            chat = [{"role": "user", "content": "When does my order ship?"}]
+            reply = client.chat.completions.create(model="sdk-chat", messages=chat)
+            assert reply.choices[0].message.content and reply.usage.completion_tokens > 0
+            chunks = client.chat.completions.create(model="sdk-stream", messages=chat,
+                                                    stream=True)  # fmt: skip
+            assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            answer = client.responses.create(model="sdk-responses", input="hello")
+            assert answer.output_text
+            claude = anthropic.Anthropic(base_url=exports["ANTHROPIC_BASE_URL"],
+                                         api_key=exports["ANTHROPIC_API_KEY"], max_retries=0,
+                                         timeout=60)  # fmt: skip
+            message = claude.messages.create(model="sdk-claude", max_tokens=50, messages=chat)
+            assert message.content[0].text  # type: ignore[union-attr]
+        finally:
+            table, said = _stop(proxy)
+    assert proxy.returncode == 0, said
+    assert "4 model calls, 0 failed." in said
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines()]
+    rows = {row[0]: row for row in cells if row and row[0].startswith("sdk-")}
+    assert set(rows) == {"sdk-chat", "sdk-stream", "sdk-responses", "sdk-claude"}
+    assert all(row[1:3] == ["1", "0"] for row in rows.values())
+    assert rows["sdk-stream"][3].endswith("ms")  # the streamed call's TTFT
+
+
+def test_the_proxy_starts_without_the_other_commands_modules() -> None:
+    """A script waits on the proxy's first line: it imports its own command, not every one's
+    (compare, the engine: about half its start-up on a loaded machine). Every command is still
+    there for the rest of the command line."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "perfbench", "proxy",
+                           "--help"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "--record" in done.stdout, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "perfbench.cli.app" in imported  # (importlib's imports are not in importtime's)
+    assert not imported & {"perfbench.cli.compare", "perfbench.cli.run", "perfbench.cli.sweep"}
+    listed = subprocess.run(perfbench("--help"), capture_output=True, text=True, timeout=120)
+    assert all(name in listed.stdout for name in ("run", "compare", "proxy", "sweep"))

@@ -62,7 +62,7 @@ def test_two_actors_split_the_load_and_the_summary_equals_the_samples(tmp_path: 
     suite = load_suite([CASES])
     recomputed = summarize(samples, {c.id: c.timeout_s for c in suite.cases})
     client = summary.pop("client")
-    assert summary == json.loads(json.dumps(recomputed))  # merged losslessly
+    assert summary == json.loads(json.dumps(recomputed, default=dict))  # merged losslessly
     # The passes began together: every actor's first task within 0.5 s of the other's.
     assert client["start_skew_s"] is not None and 0 <= client["start_skew_s"] < 0.5
     assert client["start_late_s"] is not None and client["start_late_s"] < 1.0

@@ -15,7 +15,7 @@ import pytest
 
 from perfbench.errors import ProfileError
 from perfbench.mock.profile import load_profile
-from tests.helpers import CASES, cli, load_note, write_suite
+from tests.helpers import CASES, invoke, load_note, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
 AGENT = f"cmd:{sys.executable} {AGENTS / 'urllib_agent.py'}"
@@ -28,8 +28,8 @@ PLAN = ("--runs", "3", "--warmup", "1", "--repeat", "4", "-c", "2", "-q")
 
 
 def _run(out: Path, upstream: str, *extra: str, cases: Path = CASES / "answer.yaml") -> Path:
-    done = cli("run", str(cases), "-t", AGENT, "--upstream", upstream, *PLAN,
-               "--out", str(out), *extra)  # fmt: skip
+    done = invoke("run", str(cases), "-t", AGENT, "--upstream", upstream, *PLAN,
+                  "--out", str(out), *extra)  # fmt: skip
     assert done.returncode == 0, done.stderr
     (run_dir,) = [d for d in out.iterdir() if (d / "meta.json").exists()]
     return run_dir
@@ -120,7 +120,7 @@ def test_a_replay_with_the_recorded_timing_matches_the_recorded_run(
         now = _overall(reference)
         live, noise = now, _noise(live, now)
     assert not off[-1], f"{len(off)} replays off their reference, {load_note()}: {off}"
-    compared = cli("compare", str(reference), str(again))
+    compared = invoke("compare", str(reference), str(again))
     assert compared.returncode == 0, compared.stdout + compared.stderr
 
 
@@ -129,8 +129,8 @@ def test_a_call_the_recording_lacks_is_a_replay_miss(
 ) -> None:
     _, _, replay = recorded
     cases = write_suite(tmp_path / "new.yaml", "cases:\n  - {id: never-recorded, input: hi}\n")
-    done = cli("run", str(cases), "-t", AGENT, "--upstream", f"mock+http:{replay}", "--runs",
-               "1", "--warmup", "0", "-q", "--out", str(tmp_path / "runs"))  # fmt: skip
+    done = invoke("run", str(cases), "-t", AGENT, "--upstream", f"mock+http:{replay}", "--runs",
+                  "1", "--warmup", "0", "-q", "--out", str(tmp_path / "runs"))  # fmt: skip
     (run_dir,) = list((tmp_path / "runs").iterdir())
     (sample,) = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert sample["error_kind"] == "replay_miss", done.stderr
@@ -165,10 +165,10 @@ def test_a_damaged_recording_is_the_profiles_located_error(tmp_path: Path) -> No
     profile.write_text("replay: {path: calls.jsonl}\n")
     with pytest.raises(ProfileError, match=r"calls.jsonl:2: not JSON"):
         load_profile(str(profile))
-    done = cli("run", str(CASES / "answer.yaml"), "-t", AGENT, "--upstream",
-               f"mock+http:{profile}", "--out", str(tmp_path / "runs"))  # fmt: skip
+    done = invoke("run", str(CASES / "answer.yaml"), "-t", AGENT, "--upstream",
+                  f"mock+http:{profile}", "--out", str(tmp_path / "runs"))  # fmt: skip
     assert done.returncode != 0 and "calls.jsonl:2: not JSON" in done.stderr
     assert "Traceback" not in done.stderr
-    swept = cli("sweep", str(CASES / "answer.yaml"), "-t", AGENT, "--record",
-                str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "s"))  # fmt: skip
+    swept = invoke("sweep", str(CASES / "answer.yaml"), "-t", AGENT, "--record",
+                   str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "s"))  # fmt: skip
     assert swept.returncode == 2 and "--record is for run" in swept.stderr

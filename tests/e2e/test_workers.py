@@ -60,7 +60,7 @@ def test_two_workers_split_the_load_and_the_summary_equals_the_samples(tmp_path:
     recomputed = summarize(samples, {c.id: c.timeout_s for c in suite.cases})
     # Merged per-worker statistics are lossless: identical to one pass over all samples
     # (exact percentiles, throughput windows, token and cost sums, the HDR blobs).
-    assert _without_client(summary) == json.loads(json.dumps(recomputed))
+    assert _without_client(summary) == json.loads(json.dumps(recomputed, default=dict))
     client = summary["client"]
     assert client["workers"] == 2 and len(client["worker_cpu_shares"]) == 2
     meta = json.loads((run_dir / "meta.json").read_text())

@@ -115,6 +115,7 @@ def test_steps_have_one_row_per_step_and_the_task_key(run: Run, run_dir: Path) -
         for i, st in enumerate(d["steps"])
     ]
     assert records(steps) == [{k: e.get(k) for k in steps.columns} for e in expected]
+    assert {"stop", "tool_calls"} <= set(steps["finish"].dropna())  # why each reply ended
     # Every step belongs to exactly one sample of the same phase filter.
     merged = run.steps().merge(run.samples(), on=KEYS, how="left", indicator=True)
     assert (merged["_merge"] == "both").all()

@@ -115,6 +115,7 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
         if "parentSpanId" in span:
             children.setdefault(span["parentSpanId"], []).append(span)
     failed = 0
+    finished: set[str | None] = set()
     for s in samples:
         root, attrs = roots[(s.run, s.case, s.iteration)]
         assert "parentSpanId" not in root
@@ -130,6 +131,12 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
         assert sorted(int(c.get("gen_ai.usage.output_tokens", -1)) for c in chats) == sorted(
             -1 if st.tokens_out is None else st.tokens_out for st in model_steps
         )
+        # Why each reply ended, as the conventions' array (a failed call has none).
+        reasons = [c.get("gen_ai.response.finish_reasons", {}).get("values", []) for c in chats]
+        assert sorted(",".join(v["stringValue"] for v in r) for r in reasons) == sorted(
+            st.finish or "" for st in model_steps
+        )
+        finished.update(st.finish for st in model_steps if st.status == "ok")
         tools = {_attrs(k).get("gen_ai.tool.name") for k in kids} - {None}
         assert tools == {st.name for st in s.steps if st.kind == "tool"}
         for part in ("model", "tool", "agent", "client"):  # the time split rides along
@@ -143,6 +150,7 @@ def _check_tree(spans: list[dict[str, Any]], samples: list[Sample], failures: bo
                 "STATUS_CODE_ERROR",
             )
     assert failed > 0 or not failures  # the injected 500s are there, as error spans
+    assert {"stop", "tool_calls"} <= finished  # every answered call says why it ended
 
 
 def test_the_run_arrives_at_an_otlp_endpoint_as_a_span_tree(
@@ -210,3 +218,68 @@ def test_run_with_otlp_sends_its_tasks_after_the_run(
     (run_dir,) = tmp_path.iterdir()
     _check_tree(_spans(got.traces), _measured(run_dir), failures=False)
     assert f"sent to {url}" in done.stderr
+
+
+class _Kept:
+    """An exporter that keeps the spans (otel.record's other end)."""
+
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+
+    def spans(self, batch: Any) -> None:
+        self.kept.extend(batch)
+
+    def metrics(self, data: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("target", "spec", "provider", "model"),
+    [
+        ("cmd:/usr/bin/python my_agent.py", {"upstream": "openai/gpt-4o-mini"}, "openai",
+         "gpt-4o-mini"),
+        ("cmd:/usr/bin/python my_agent.py", {"upstream": "mock+http:/tmp/p.yaml"},
+         "perfbench.mock", "mock"),
+        ("mock+http:default@sim", {}, "perfbench.mock", "sim"),
+        ("anthropic/claude-3-5-haiku", {}, "anthropic", "claude-3-5-haiku"),
+        ("http+agent://127.0.0.1:9/run", {"upstream": "openai/gpt-4o", "proxy": False}, None,
+         None),
+        ("python:pkg.mod:fn", {"upstream": "deepseek/deepseek-chat", "proxy": True}, "deepseek",
+         "deepseek-chat"),
+    ],
+)  # fmt: skip
+def test_provider_and_model_come_from_the_model_a_task_called(
+    run_dir: Path, target: str, spec: dict[str, Any], provider: str | None, model: str | None
+) -> None:
+    """A `cmd:` agent's spans said provider "cmd:" and model "usr/bin/python my_agent.py" (the
+    target split at its first "/"); a mock's, "mock+http:default" for both. Its model calls go
+    to --upstream: that names them; an agent whose calls perfbench did not see names none."""
+    meta = {**store.read_json(run_dir / store.META), "target": target}
+    meta["spec"] = {**meta["spec"], "target": {**meta["spec"]["target"], **spec}}
+    kept = _Kept()
+    otel.record(_measured(run_dir)[:4], meta, kept)
+    chats = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "chat"]
+    roots = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "invoke_agent"]
+    assert chats and len(roots) == 4
+    for span in chats + roots:
+        assert span.attributes.get("gen_ai.provider.name") == provider, span.attributes
+        assert span.attributes.get("gen_ai.request.model") == model
+    assert {s.name for s in chats} == {f"chat {model}" if model else "chat"}
+    assert {s.attributes["gen_ai.agent.name"] for s in roots} == {target}
+
+
+def test_a_call_names_the_model_it_asked_for(run_dir: Path) -> None:
+    """An agent's calls through the proxy choose their model (the step's ``model``): their chat
+    spans and metrics name it, not the --upstream's."""
+    meta = {**store.read_json(run_dir / store.META), "target": "cmd:agent"}
+    meta["spec"] = {**meta["spec"], "target": {**meta["spec"]["target"],
+                                               "upstream": "openai/gpt-4o"}}  # fmt: skip
+    samples = _measured(run_dir)[:3]
+    for s in samples:
+        for st in s.steps:
+            st.model = "gpt-4o-mini" if st.kind == "model" else None
+    kept = _Kept()
+    otel.record(samples, meta, kept)
+    chats = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "chat"]
+    assert chats and {s.name for s in chats} == {"chat gpt-4o-mini"}
+    assert {s.attributes["gen_ai.request.model"] for s in chats} == {"gpt-4o-mini"}

@@ -56,7 +56,8 @@ async def test_session_writes_a_complete_run_directory(
     # The stored summary is exactly what the samples on disk give.
     stored = json.loads((result.run_dir / store.SUMMARY).read_text())
     timeouts = {c.id: c.timeout_s for c in example_suite.cases}
-    recomputed = json.loads(json.dumps(summarize(samples, timeouts)))
+    # default=dict: each case's figures are made when read (stats/summary.CaseFigures).
+    recomputed = json.loads(json.dumps(summarize(samples, timeouts), default=dict))
     client = stored.pop("client")  # about perfbench itself, not derived from the samples
     assert recomputed == stored
     assert client["loop_lag"]["max"] == 0.0  # virtual time: the loop is never late

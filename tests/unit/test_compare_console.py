@@ -4,6 +4,8 @@ Before, the terminal got ~110 lines of raw Markdown, the verdict on the first.""
 
 from __future__ import annotations
 
+import io
+
 from rich.console import Console
 
 from perfbench.report import compare_console
@@ -30,9 +32,9 @@ Baseline `v1`, 5 runs → candidate `v2`, 5 runs.
 """
 
 
-def _text(width: int) -> str:
-    console = Console(width=width, record=True, color_system=None)
-    console.print(compare_console.render(VERDICT))
+def _text(width: int, verdict: str = VERDICT) -> str:
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(compare_console.render(verdict))
     return console.export_text()
 
 
@@ -53,3 +55,24 @@ def test_a_pass_reads_pass() -> None:
     assert (
         compare_console.plain_marks("## perfbench compare: ✅ pass") == "## perfbench compare: PASS"
     )
+
+
+WIDE = """## perfbench compare: ⚠️ underpowered (throughput could not have failed); exit 0
+
+| Metric | Baseline | Candidate | Change | Counts beyond | p | Verdict |
+| --- | ---: | ---: | ---: | ---: | ---: | --- |
+| P50 latency | 0.10 ms (0.09 ms–0.10 ms) | 0.08 ms (0.08 ms–0.08 ms) | -13.7% | ±20.7% noise | 0.167 (q 0.389) | ⚠️ underpowered |
+| throughput | 1,903.89/s (1,476.97/s–2,330.81/s) | 4,830.98/s (1,909.34/s–7,752.62/s) | +153.7% | ±161.3% noise | 0.333 (q 0.389) | ⚠️ underpowered |
+| success rate (ok and as expected) | 100.00% | 100.00% | +0.00 pts | – | 1.000 | pass |
+"""  # noqa: E501
+
+
+def test_at_80_columns_no_figure_or_verdict_is_cut_short() -> None:
+    # rich narrowed the widest columns first: `1,903.89…` (its unit and range cut off) and
+    # `WARN: underpowe…` on an 80-column terminal (two rows and the verdict line say it)
+    text = _text(80, WIDE)
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    words = text.split()
+    for figure in ("1,903.89/s", "(1,476.97/s", "2,330.81/s)", "7,752.62/s)", "underpowered"):
+        assert figure in words, text
+    assert words.count("underpowered") == 3 and "–" in words  # (0.09 ms – 0.10 ms)

@@ -42,3 +42,11 @@ def test_the_header_says_where_the_load_came_from() -> None:
     assert _engine(ray) == " · Ray (local): 2 actors on 1 node"
     assert _engine({"plan": {"workers": 3}}) == " · 3 worker processes"
     assert _engine({"plan": {"workers": 1}}) == ""
+
+
+def test_one_run_is_one_run_not_1_runs() -> None:
+    """`--stages` and `--abort-on` runs often have one run: their header said "1 runs"."""
+    suite = {"name": "s", "cases": [{"id": "a"}], "digest": "0123456789abcdef"}
+    meta = {"target": "mock", "status": "completed", "suite": suite}
+    assert " · 1 run · completed" in tables.what_ran(meta, 1)
+    assert " · 2 runs · completed" in tables.what_ran(meta, 2)

@@ -126,3 +126,45 @@ def test_the_sweep_table_gives_429_answers_per_task_not_a_share() -> None:
     text = markdown([level], {"knee": None, "stopped_by": {}, "kneedle": None, "usl": None,
                               "client_bound_levels": []}, rates=False, slo=None)  # fmt: skip
     assert "429s per task" in text and "| 1.93 |" in text and "193" not in text
+
+
+def test_a_pass_bounded_by_time_says_for_how_long_not_0_tasks() -> None:
+    """`-c 2 --duration 5` (and --stages) printed "run 1: 0 tasks" for each measured pass: how
+    many tasks a timed pass starts, the time decides. Its header says the time."""
+    from perfbench.spec import Plan, RunSpec
+
+    buffer = io.StringIO()
+    progress = Progress([LiveView(Console(file=buffer, force_terminal=False, width=200))])
+    for plan in (Plan(runs=5, concurrency=2, duration_s=5.0), Plan(runs=2, repeat=3)):
+        progress.started({"id": "r", "spec": RunSpec(plan=plan).to_doc()})
+        progress.phase("warmup", 0, 4)
+        progress.phase("measured", 0, 0 if plan.duration_s else 12)
+    assert buffer.getvalue().splitlines() == [
+        "warmup: 4 tasks",
+        "run 1: tasks for 1 s",
+        "warmup: 4 tasks",
+        "run 1: 12 tasks",
+    ]
+
+
+def test_a_run_bounded_by_time_counts_down_its_time_not_its_tasks() -> None:
+    """A timed run plans no count of tasks: its status line said `left ~0:00` from start to
+    end. Its ETA is the measurement's time left, and none during the warmup."""
+    from perfbench.spec import Plan, RunSpec
+
+    clock = FakeClock()
+    progress = Progress([], clock=clock)
+    progress.planned = 0  # as Session.planned_tasks() says of a timed run
+    plan = Plan(runs=2, concurrency=2, duration_s=20.0)
+    progress.started({"id": "r", "spec": RunSpec(plan=plan).to_doc()})
+    progress.phase("warmup", 0, 4)
+    progress.sample(sample("ok", 0.1, phase="warmup"))
+    assert progress.snapshot()["eta_s"] is None
+    clock.now += 3.0
+    progress.phase("measured", 0, 0)
+    clock.now += 5.0
+    progress.sample(sample("ok", 0.1))
+    assert progress.snapshot()["eta_s"] == 15.0  # 2 runs × 10 s, 5 s of it gone
+    assert "left ~0:15" in describe(progress.snapshot())
+    clock.now += 30.0
+    assert progress.snapshot()["eta_s"] == 0.0

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from perfbench.report.format import THIN, THIN_NOTE
 from perfbench.report.sweep_md import knee_label, markdown
 from perfbench.stats.knee import USL_MIN_R2, Level, StopRule, analyse, stop
 
@@ -144,3 +145,35 @@ def test_a_level_whose_tasks_failed_is_not_said_to_have_done_more() -> None:
     levels = [lv(1, 34), lv(2, 64.5), lv(4, 80, err=0.938, t429=0.94)]
     findings, text = _sweep(levels)
     assert findings["beyond_knee"] is None and "completed more" not in text
+
+
+def test_a_levels_percentiles_are_marked_when_its_runs_were_too_thin() -> None:
+    """`8 | 12.09 | 285.8 | 1,035.9 | 1,035.9`: 16 tasks a level, so P95 = P99 = the slowest."""
+
+    def cells(tasks: float, err: float = 0.0) -> list[str]:
+        level = Level(8, 12.0, 0.28, 1.0, 1.04, 0.3, err, 0.0, tasks=tasks)
+        row = next(line for line in _sweep([level])[1].splitlines() if line.startswith("| 8 "))
+        return [c.strip() for c in row.strip("|").split("|")][2:5]
+
+    assert cells(16) == ["280.0", f"1,000.0{THIN}", f"1,040.0{THIN}"]
+    assert THIN_NOTE in _sweep([Level(8, 12.0, 0.28, 1.0, 1.04, 0.3, 0.0, 0.0, tasks=16)])[1]
+    assert cells(40) == ["280.0", "1,000.0", f"1,040.0{THIN}"]
+    assert cells(40, err=0.6) == ["280.0", f"1,000.0{THIN}", f"1,040.0{THIN}"]  # 16 succeeded
+    assert cells(100) == ["280.0", "1,000.0", "1,040.0"]
+    assert THIN_NOTE not in _sweep([Level(8, 12.0, 0.28, 1.0, 1.04, 0.3, 0.0, 0.0, tasks=100)])[1]
+
+
+def test_an_interrupted_sweep_without_a_knee_says_it_was_cut_short() -> None:
+    """Stopped in its first level's warmup, a sweep printed an empty table over "No stop
+    condition was reached: no knee in the levels measured", as if it had gone the whole way."""
+    none = markdown([], analyse([], {}, rates=False, slo=None), rates=False, slo=None, cut=True)
+    assert "- The sweep was interrupted before any level: no knee yet" in none
+    assert "No stop condition was reached" not in none
+    two = [lv(1.0, 10), lv(2.0, 19)]
+    findings, whole = _sweep(two)
+    assert "- No stop condition was reached: no knee in the levels measured." in whole
+    cut = markdown(two, findings, rates=False, slo=None, cut=True)
+    assert "- The sweep was interrupted after 2 levels: no knee yet; its --resume" in cut
+    with_knee = [lv(1.0, 10), lv(2.0, 19), lv(4.0, 37, t429=0.9)]
+    findings, whole = _sweep(with_knee)  # a knee found before the stop is still the finding
+    assert markdown(with_knee, findings, rates=False, slo=None, cut=True) == whole

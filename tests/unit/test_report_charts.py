@@ -5,6 +5,7 @@ input, fixed run colours, and a "no data" note instead of an exception on empty 
 from __future__ import annotations
 
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
-from perfbench.report import charts
+from perfbench.report import charts, split_chart
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LONG = "anthropic/claude-sonnet-4 @ us-east-1 (baseline run)"  # ~40 characters and more
@@ -225,3 +226,46 @@ def test_text_is_shown_literally_and_dotted_stems_keep_their_name(tmp_path: Path
     paths = charts.adaptive_timeline({label: [(0.0, 1.0)]}, tmp_path / "run.v1")
     _, svg = check_files(paths, tmp_path / "run.v1")
     assert label in svg_text(svg)
+
+
+# Run labels as long as users give them (test_hostile_report's, and one 300-character word):
+# an entry wider than the figure left constrained layout no room for the plot, and matplotlib
+# warned "axes sizes collapsed to zero" and drew the chart squeezed.
+HOSTILE = [
+    "![p](http://127.0.0.1:9/md-image.png) [x](javascript:window.pwned=1) v1",
+    "<script>window.pwned=2</script><img src=http://127.0.0.1:9/raw-img.png "
+    "onerror=window.pwned=3> [y](http://127.0.0.1:9/link) **b** `c` "
+    "\\![z](http://127.0.0.1:9/escaped.png) <a href=javascript:x>v2</a> $5",
+    "w" * 300,
+]
+
+
+def hostile_charts() -> dict[str, Chart]:
+    grid = {label: [(p, 0.5 + i + p / 100) for p in PERCENTILES] for i, label in enumerate(HOSTILE)}
+    per_case = {
+        label: {"greet " * 20: (0.5, 0.4, 0.7), "x" * 200: (1.0, 1.0, 1.0)} for label in HOSTILE
+    }
+    parts = {"model": 0.2, "tool": 0.1, "agent": 0.05, "client": 0.01}
+    return {
+        "latency": lambda stem: charts.latency_distribution(grid, stem),
+        "cases": lambda stem: charts.case_bars(["greet " * 20, "x" * 200], per_case, stem),
+        "throughput": lambda stem: charts.throughput_errors(
+            HOSTILE, [(5.0, 4.5, 5.5)] * 3, [0.01, 0.0, 0.2], [None, 0.25, 0.0], stem
+        ),
+        "tokens": lambda stem: charts.tokens_per_second(HOSTILE, [(50.0, 40.0, 60.0)] * 3, stem),
+        "timeline": lambda stem: charts.adaptive_timeline(
+            {label: [(0.0, 1), (2.0, 2)] for label in HOSTILE}, stem
+        ),
+        "split": lambda stem: split_chart.draw(
+            {label: {"greet " * 20: parts, "x" * 200: parts} for label in HOSTILE}, stem
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(hostile_charts()))
+def test_long_labels_fit_and_keep_every_character(name: str, tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "constrained_layout not applied"
+        _, svg = check_files(hostile_charts()[name](tmp_path / name), tmp_path / name)
+    text = "".join(svg_text(svg).split())
+    assert all("".join(label.split()) in text for label in HOSTILE)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import pickle
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -81,7 +82,7 @@ def plain(items: list[Sample], slo: Any = None) -> dict[str, Any]:
 
 def same(got: Any, want: Any, where: str = "") -> None:
     if isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), where
+        assert isinstance(got, Mapping) and sorted(got) == sorted(want), where
         for key in want:
             if key == "example":  # any sample's of that kind: checked by same_failures
                 continue

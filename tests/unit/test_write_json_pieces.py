@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from perfbench.stats.summary import summarize
-from perfbench.store.files import _JSON_OPTIONS, _plain_number, write_json
+from perfbench.store.files import _JSON_OPTIONS, _plain, write_json
 from tests.unit.test_summary_scopes import CASES, samples
 
 
@@ -37,7 +37,7 @@ DOCS: list[Any] = [
 def test_the_bytes_are_one_dumps_of_the_whole(doc: Any, tmp_path: Path) -> None:
     path = tmp_path / "doc.json"
     write_json(path, doc)
-    assert path.read_bytes() == orjson.dumps(doc, default=_plain_number, option=_JSON_OPTIONS)
+    assert path.read_bytes() == orjson.dumps(doc, default=_plain, option=_JSON_OPTIONS)
 
 
 def test_a_large_document_is_not_held_as_one_text(tmp_path: Path) -> None:
