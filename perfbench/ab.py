@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from perfbench.errors import AbError
+from perfbench.stats import power
 
 SideName = Literal["baseline", "candidate"]
 SIDES: tuple[SideName, SideName] = ("baseline", "candidate")
@@ -63,11 +64,16 @@ class Slot:
     side: SideName
 
 
-# With 4 runs a side the exact rank test's smallest p is 1/70 = 0.014, above alpha / 9 (a
-# change in one of the 9 gated metrics that vary on the demo suite): 5 is the least that can.
-MIN_ROUNDS = 5
-# The default: 5 runs a side flag a threshold-sized change 4 times in 5 only at 1–2%
-# run-to-run noise; 8 do it up to 3% (stats.power.sensitivity), a quiet runner's noise.
+def least_rounds(alpha: float, gated: int) -> int:
+    """The fewest rounds with which a change in one of ``gated`` metrics alone can be
+    significant. The rounds are pairs (compare --paired: the signed-rank test on the per-round
+    ratios), whose smallest p is 1 / 2^rounds; the correction asks alpha / gated of a first
+    finding: 8 rounds for the 12 gated by default (1/256 < 0.05/12), 6 for two."""
+    return power.fewest_runs(alpha / max(1, gated), paired=True)
+
+
+# The default: 8 pairs flag a threshold-sized change 4 times in 5 up to 2.5% noise in the
+# pairs (stats.power.sensitivity; what a round's two runs share is not in it).
 DEFAULT_ROUNDS = 8
 # The default --repeat: enough passes for this many tasks a run, and at least 2. A task's
 # timing jitters with the machine's load; a run's figures average it out as 1/sqrt(tasks).

@@ -34,8 +34,9 @@ from perfbench.suite import load_suite
 
 _GATE_PANEL = "Gate (as perfbench compare)"
 # compare's parameters that ab sets itself: the two sides, the run folder, the Markdown file
-# (--summary), and --force (both sides run one copied suite, so its digest always matches).
-_SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force"}
+# (--summary), --force (both sides run one copied suite, so its digest always matches) and
+# --paired (a round's two runs are a pair, always).
+_SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force", "paired"}
 # The exit codes of a child run that mean the same for ab: stopped, or --strict's client-bound.
 _PASSED_ON = {ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.CLIENT_BOUND}
 # The command's own options, in two --help panels (the gate's are compare's own, above).
@@ -104,8 +105,8 @@ RoundsOpt = Annotated[
     _side_option(
         min=2,
         help="Rounds: each runs one measured pass per side, the side going first "
-        "alternating. They are compare's runs a side: under 5 no change in one metric "
-        "can be significant; a gated metric the rounds could not have flagged at "
+        "alternating; its two runs are a pair (compare --paired). Under 8 no change in one "
+        "metric alone can be significant; a gated metric the rounds could not have flagged at "
         "--detect makes the verdict underpowered, which says how many would.",
     ),
 ]
@@ -148,8 +149,8 @@ ConfirmRoundsOpt = Annotated[
         "--confirm-rounds",
         min=0,
         help="On a regression, measure this many more interleaved rounds (default: as "
-        "many as --rounds; 0: off) and give their verdict: the build fails only if the "
-        "new rounds, measured afresh, regress too. One noisy stretch cannot fail it.",
+        "many as --rounds; 0: off) and judge every round's pairs together: the build "
+        "fails only if they still regress. One noisy stretch cannot fail it.",
     ),
 ]
 RunTimeoutOpt = Annotated[float, _run_option(min=1, help="Seconds one side's run may take.")]
@@ -208,12 +209,8 @@ def ab(
     --retries 0[/]
     """
     started = time.monotonic()
-    if rounds < lib.MIN_ROUNDS:
-        warning(
-            f"{rounds} rounds are too few for a change in one metric to be significant: the "
-            f"verdict will be underpowered; use --rounds {lib.DEFAULT_ROUNDS}"
-        )
     with errors(), _cleanup_on_sigterm():
+        _check_rounds(rounds, flags)
         lib.check_extra(extra or [])
         out = _new_folder(out_dir)
         refs: dict[lib.SideName, str] = {"baseline": baseline, "candidate": candidate}
@@ -234,13 +231,25 @@ def ab(
             if confirming:
                 err.print(
                     f"A regression in {rounds} rounds: confirming it with {more} more "
-                    "interleaved rounds, whose verdict decides",
+                    "interleaved rounds; all the rounds' pairs together decide",
                     highlight=False,
                 )
                 slots = lib.schedule(more, rounds + 1)
                 _measure(sides, env, suite, out, slots, run_args, run_timeout, lib.CONFIRM)
     err.print(f"Measured in {time.monotonic() - started:.0f} s; runs in [bold]{out}[/]")
     _gate(sides, out, (rounds, more if confirming else 0), summary, flags)
+
+
+def _check_rounds(rounds: int, flags: Flags) -> None:
+    """Warn when no change in one gated metric alone could be significant in ``rounds``."""
+    gate = {k: v for k, v in flags.items() if k in rules.RULE_FLAGS and k != "config_file"}
+    built = rules.gate_rules(rules.settings(flags.get("config_file")), **gate)
+    least = lib.least_rounds(built.alpha, len(built.gate))
+    if rounds < least:
+        warning(
+            f"{rounds} rounds are too few for a change in one metric to be significant: the "
+            f"verdict will be underpowered; use --rounds {max(least, lib.DEFAULT_ROUNDS)}"
+        )
 
 
 def _default_repeat(suite: list[Path]) -> int:
@@ -260,7 +269,7 @@ def _regressed(out: Path, flags: Flags) -> bool:
     """Whether the first rounds show a regression, by compare's own rules (nothing printed)."""
     gate = {k: v for k, v in flags.items() if k in rules.RULE_FLAGS}
     with errors():
-        return rules.regressed("baseline*", "candidate*", out, **gate)
+        return rules.regressed("baseline*", "candidate*", out, paired=True, **gate)
 
 
 def _new_folder(given: Path | None) -> Path:
@@ -334,11 +343,11 @@ def _gate(
     summary: Path | None,
     flags: Flags,
 ) -> None:
-    """``compare``'s verdict over each side's pooled runs (after a confirmation, over the
-    confirmation rounds' alone: they decide), with a line naming the commits first in the
-    Markdown; ends the command with compare's exit code."""
+    """``compare --paired``'s verdict over the rounds (after a confirmation, over every round,
+    the first ones' and the confirmation's pooled: the build fails only if they still
+    regress), with a line naming the commits first in the Markdown; ends the command with
+    compare's exit code. Each side's runs sort by time, so run i of each is round i."""
     heading = _heading(sides, rounds)
-    suffix = lib.CONFIRM if rounds[1] else ""
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     with errors():
         if step_summary:  # compare appends its verdict there; the heading goes first
@@ -346,8 +355,8 @@ def _gate(
     verdict_file = out / "verdict.md"
     try:  # compare ends with typer.Exit(its verdict's code), which ends ab too
         compare.compare_(
-            baseline_ref=f"baseline{suffix}*", candidate_ref=f"candidate{suffix}*", root=out,
-            markdown_file=verdict_file, force=False, **flags,
+            baseline_ref="baseline*", candidate_ref="candidate*", root=out,
+            markdown_file=verdict_file, force=False, paired=True, **flags,
         )  # fmt: skip
     finally:
         _write_summaries(verdict_file, heading, summary, step_summary)
@@ -360,7 +369,7 @@ def _heading(sides: Mapping[lib.SideName, lib.Side], rounds: tuple[int, int]) ->
     first, more = rounds
     confirmed = (
         f"; they showed a regression, so {more} more rounds were measured to confirm it, and "
-        "the verdict below is theirs"
+        f"the verdict below is that of all {first + more} rounds together"
         if more
         else ""
     )

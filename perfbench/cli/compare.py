@@ -115,6 +115,12 @@ JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the verdict as JSON instead of Markdown.")
 ]
+PairedOpt = Annotated[bool, typer.Option(
+    "--paired",
+    help="Pair the sides' runs in order (run i of each side measured together: interleaved, "
+    "one run a side a round, as perfbench ab does) and test the per-pair ratios "
+    "(Wilcoxon signed-rank): what a pair's two runs share, such as the machine's load at "
+    "that moment, cancels out. Both sides need as many runs.")]  # fmt: skip
 ConfirmOpt = Annotated[bool, typer.Option(
     "--confirm",
     help="On a regression, measure both sides again (from their meta.json, baseline first; new "
@@ -135,6 +141,7 @@ def compare_(
     alpha: AlphaOpt = None,
     noise_bar: NoiseBarOpt = None,
     detect: DetectOpt = None,
+    paired: PairedOpt = False,
     strict: StrictOpt = None,
     force: ForceOpt = False,
     config_file: ConfigOpt = None,
@@ -146,7 +153,8 @@ def compare_(
 ) -> None:
     """Compare a candidate run with a baseline; the exit code is the verdict.
 
-    Each metric's run-level values are tested (one-sided exact Mann-Whitney); a metric regresses
+    Each metric's run-level values are tested (one-sided exact Mann-Whitney; with --paired, as
+    ab's rounds, Wilcoxon's signed-rank test on the per-pair ratios); a metric regresses
     when its median moved beyond its bar (its threshold, or 2.5 times the runs' run-to-run
     CV when they are noisier: see --noise-bar) and its floor, and p < alpha after Holm's
     correction over the gated metrics. The output says what the runs can detect; `perfbench
@@ -163,7 +171,7 @@ def compare_(
         settings = gate.settings(config_file)
         thresholds = [*settings.get("thresholds", []), *(threshold or [])]
         rules = gate.gate_rules(
-            settings, max_regression, floor, gate_metrics, scope, alpha, noise_bar, detect
+            settings, max_regression, floor, gate_metrics, scope, alpha, noise_bar, detect, paired
         )
         strict_on = strict if strict is not None else bool(settings.get("strict", False))
         verdict = api.compare(

@@ -4,6 +4,7 @@ or pyproject): the flags win. ``compare``, ``ab`` and ``plan`` hand them to ``pe
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,13 @@ def regressed(
     noise_bar: float | None = None,
     detect: str | None = None,
     config_file: Path | None = None,
+    paired: bool = False,
 ) -> bool:
     """Whether ``compare`` with these flags finds a regression, printing nothing: ``ab``'s cue
     to measure confirmation rounds before it fails a build."""
     rules = gate_rules(
         settings(config_file), max_regression, floor, gate_metrics, scope, alpha, noise_bar,
-        detect,
+        detect, paired,
     )  # fmt: skip
     found = api.compare(baseline_ref, candidate_ref, rules=rules, root=root, force=True)
     return found.comparison is not None and bool(found.comparison.regressions)
@@ -59,9 +61,11 @@ def gate_rules(
     alpha: float | None,
     noise_bar: float | None,
     detect: str | None,
+    paired: bool = False,
 ) -> Rules:
     """The rules ``compare``'s flags and settings make (the flags win)."""
-    return build_rules(
+    rules = build_rules(
         settings, max_regression or (), floor or (), [gate_metrics] if gate_metrics else None,
         [scope] if scope else None, alpha, noise_bar, detect,
     )  # fmt: skip
+    return replace(rules, paired=paired)

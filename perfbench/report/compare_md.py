@@ -154,10 +154,19 @@ def comparison(
         "Medians across runs, with the run-to-run range in brackets. Counts beyond: the "
         "change a metric must exceed, its threshold or (noise) the runs' run-to-run CV times "
         "the noise bar (--noise-bar); with an outlier run, a change must also clear its "
-        "spread to be inconclusive. p: one-sided exact Mann-Whitney test on the run-level "
-        "values.",
+        "spread to be inconclusive. " + _test_note(result),
     ]
     return "\n".join(parts) + "\n"
+
+
+def _test_note(result: Comparison) -> str:
+    if any(r.paired for r in result.rows):
+        return (
+            "Runs paired in order (run i of each side measured together): the change is the "
+            "median per-pair ratio, the noise the pairs' own; p: one-sided exact Wilcoxon "
+            "signed-rank test on the per-pair log-ratios."
+        )
+    return "p: one-sided exact Mann-Whitney test on the run-level values."
 
 
 def _moved(result: Comparison) -> list[str]:

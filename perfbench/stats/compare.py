@@ -46,8 +46,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from perfbench.stats import breakdown, early_stopping, power
+from perfbench.stats import breakdown, early_stopping, paired, power
 from perfbench.stats.advice import gaps_merged
+from perfbench.stats.ranks import midranks
 
 Better = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "pass", "inconclusive", "n/a"]
@@ -146,6 +147,9 @@ class Rules:
     noise_k: float = NOISE_K  # 0 turns the noise bar off: fixed thresholds only
     # The change each gated metric must be able to flag (--detect); None: its own threshold.
     detect: float | None = None
+    # Run i of one side pairs with run i of the other (ab's rounds): the signed-rank test on
+    # the per-round ratios (stats/paired.py) replaces the rank test across the sides.
+    paired: bool = False
 
     def metric(self, name: str) -> Metric:
         return next(m for m in self.metrics if m.name == name)
@@ -216,6 +220,7 @@ class Row:
     underpowered: bool = False
     needs: tuple[int, int] | None = None
     power_note: str = ""
+    paired: bool = False  # tested pair by pair (run i with run i): change is the pairs' own
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,8 @@ class Comparison:
 def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Rules) -> Comparison:
     """Compare two ``summary.json`` documents of the same suite."""
     base_runs, cand_runs = baseline["runs"], candidate["runs"]
+    unpaired = rules.paired and len(base_runs) != len(cand_runs)
+    rules = replace(rules, paired=rules.paired and not unpaired)
     rows = [
         _row(rules, metric, scope, key, base_runs, cand_runs)
         for scope, key in _scopes(base_runs, cand_runs)
@@ -285,7 +292,8 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
         alpha=rules.alpha,
         runs=runs,
         warnings=[
-            *_warnings(*runs, rules.alpha),
+            *_warnings(*runs, rules.alpha, rules.paired),
+            *([_UNPAIRED.format(*runs)] if unpaired else []),
             *_thin_percentiles(rows, rules),
             *_mixed_cases(base_runs, rules),
         ],
@@ -364,12 +372,18 @@ def _row(
 ) -> Row:
     base_by_run = _values(base_runs, scope, key, metric.path)
     cand_by_run = _values(cand_runs, scope, key, metric.path)
+    if rules.paired:  # a run without the figure leaves its pair out
+        both = base_by_run.keys() & cand_by_run.keys()
+        base_by_run = {i: v for i, v in base_by_run.items() if i in both}
+        cand_by_run = {i: v for i, v in cand_by_run.items() if i in both}
     gated = metric.name in rules.gate and scope in rules.scopes
     b, c = spread(list(base_by_run.values())), spread(list(cand_by_run.values()))
     if b is None or c is None:
         return Row(scope, key, metric.name, metric.unit, metric.better, b, c, None, None, None,
                    "n/a", gated)  # fmt: skip
     exact = metric.deterministic and b.min == b.max and c.min == c.max
+    if rules.paired and not exact:
+        return _paired_row(rules, metric, scope, key, (b, c), gated, (base_runs, cand_runs))
     outliers = () if exact else _outliers(base_by_run, cand_by_run)
     base = [v for i, v in base_by_run.items() if ("baseline", i) not in outliers]
     cand = [v for i, v in cand_by_run.items() if ("candidate", i) not in outliers]
@@ -400,6 +414,35 @@ def _row(
     )
     p = row.p if row.p is not None else 1.0
     return replace(row, verdict=_verdict(metric, row, p, rules.alpha))
+
+
+def _paired_row(
+    rules: Rules,
+    metric: Metric,
+    scope: Scope,
+    key: str,
+    sides: tuple[Spread, Spread],
+    gated: bool,
+    runs: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+) -> Row:
+    """A row of paired runs: the pairs' median change, their own noise (what a round's two
+    runs share cancels out; no run is an outlier, a pair's ranks bound its weight) and the
+    signed-rank test's p in the direction they moved."""
+    b, c = sides
+    diffs = paired.differences(b.values, c.values)
+    noise = paired.noise(diffs)
+    bar = max(metric.threshold, rules.noise_k * (noise or 0.0))
+    change = paired.change(b.values, c.values)
+    moved = paired.moved(b.values, c.values)
+    higher = moved > 0 or (moved == 0 and metric.better == "lower")
+    row = Row(
+        scope, key, metric.name, metric.unit, metric.better, b, c,
+        None if change is None else 1 + change, change,
+        paired.signed_rank(diffs if higher else [-d for d in diffs]), "pass", gated,
+        noise=noise, bar=bar, wide_bar=bar, by_noise=bar > metric.threshold,
+        tasks=_fewest_tasks(metric, scope, key, *runs), paired=True,
+    )  # fmt: skip
+    return replace(row, verdict=_verdict(metric, row, row.p or 1.0, rules.alpha))
 
 
 def _p(
@@ -444,7 +487,11 @@ def _verdict(metric: Metric, row: Row, p: float, alpha: float) -> Verdict:
     (adjusted) p decides between a finding and "inconclusive" (worse) or pass (better)."""
     assert row.baseline is not None and row.candidate is not None
     base = row.baseline.median
-    worse = _worse(metric, base, row.candidate.median)
+    if row.paired:  # the pairs' own change, not the difference of the sides' medians
+        moved = paired.moved(row.baseline.values, row.candidate.values)
+        worse = _worse(metric, base, base + moved)
+    else:
+        worse = _worse(metric, base, row.candidate.median)
     if math.isclose(worse, 0.0, abs_tol=1e-12):
         return "pass"
     relative = abs(worse) / abs(base) if base else math.inf
@@ -462,7 +509,7 @@ def mann_whitney(high: Sequence[float], low: Sequence[float]) -> float:
     n, m = len(high), len(low)
     if not n or not m:
         return 1.0
-    ranks = _midranks([*high, *low])
+    ranks = midranks([*high, *low])
     doubled = [round(2 * r) for r in ranks]  # mid-ranks are halves: doubling keeps integers
     observed = sum(doubled[:n])
     if n + m > EXACT_LIMIT:
@@ -482,20 +529,6 @@ def _rank_sums(doubled: tuple[int, ...], n: int) -> tuple[tuple[int, int], ...]:
             for s, ways in counts[k - 1].items():
                 target[s + r] = target.get(s + r, 0) + ways
     return tuple(counts[n].items())
-
-
-def _midranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
 
 
 def _normal_p(doubled: Sequence[int], n: int, observed: int) -> float:
@@ -577,7 +610,7 @@ def _with_detectable(row: Row, rules: Rules, level: float) -> Row:
         return row
     runs = (row.baseline.n, row.candidate.n)
     threshold = rules.metric(row.metric).threshold
-    gate = power.Gate(level, rules.noise_k, threshold, power.DETECT_POWER)
+    gate = power.Gate(level, rules.noise_k, threshold, power.DETECT_POWER, row.paired)
     found = power.detectable(row.noise, runs, gate)
     return row if found is None else replace(row, detectable=found)
 
@@ -594,7 +627,7 @@ def _with_power(row: Row, rules: Rules, level: float) -> Row:
     runs = min(
         row.baseline.n - left_out.count("baseline"), row.candidate.n - left_out.count("candidate")
     )
-    gate = power.Gate(level, rules.noise_k, metric.threshold, power.DETECT_POWER)
+    gate = power.Gate(level, rules.noise_k, metric.threshold, power.DETECT_POWER, row.paired)
     found = power.sensitivity(effect, row.noise, runs, gate)
     needs = (found.plan.runs, found.plan.repeat) if found.plan else None
     return replace(
@@ -602,9 +635,24 @@ def _with_power(row: Row, rules: Rules, level: float) -> Row:
     )
 
 
-def _warnings(n: int, m: int, alpha: float) -> Iterable[str]:
+_UNPAIRED = (
+    "the sides have {} and {} runs, so they cannot be paired round by round: compared "
+    "unpaired (rank test across the runs); pair them with as many runs a side"
+)
+
+
+def _warnings(n: int, m: int, alpha: float, pairs: bool = False) -> Iterable[str]:
     if not n or not m:
         yield "one side has no finished runs: nothing can be compared"
+        return
+    if pairs:
+        smallest = paired.smallest_p(n)
+        if smallest >= alpha:
+            yield (
+                f"with {n} pairs of runs the smallest possible p is {smallest:.3f}, not below "
+                f"alpha {alpha}: no change can be significant; use --rounds "
+                f"{power.fewest_runs(alpha, paired=True)} or more"
+            )
         return
     smallest = 1 / math.comb(n + m, n)
     if smallest >= alpha:

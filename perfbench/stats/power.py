@@ -13,6 +13,14 @@ The gate (``stats.compare``) flags a metric when two things hold, and both are p
   of two medians of n runs spreads by ``cv × sqrt(pi/2 × 2/n)``, so the change must sit
   ``z_b`` of those spreads above the bar: ``d ≥ cv × (noise_k + z_b × sqrt(pi/n))``.
 
+Paired (``Gate.paired``: ``ab``'s rounds, ``stats.paired``): the signed-rank test on n
+per-round log-ratios, whose spread is ``sqrt(2) × cv`` with ``cv`` the pairs' own noise
+(``paired.noise``: what a round's two runs share is not in it). The one-sample t-test needs
+``((z_a + z_b) / shift)^2 + z_a^2/2`` pairs for a shift in the log-ratios' standard
+deviations, the signed-rank test pi/3 times as many, never below the n at which 1 / 2^n <
+alpha; the median of the log-ratios spreads by ``sqrt(2) cv × sqrt(pi/2n) = cv × sqrt(pi/n)``,
+as the unpaired medians do, and its noise is estimated from n − 1 degrees of freedom.
+
 More tasks per run (``--repeat``) lower ``cv`` where the runs differ by sampling (the demo
 mock's do: each run draws its own latencies), as 1/sqrt(tasks); they do nothing for a run
 factor such as a noisy neighbour, which only more runs average out. The plan assumes the
@@ -28,6 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
+
+from perfbench.stats import paired as signed
 
 POWER = 0.9  # plans aim at this chance of catching the planned change
 DETECT_POWER = 0.8  # "can detect" in compare's output: the conventional 80%
@@ -62,12 +72,17 @@ def _z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def fewest_runs(alpha: float) -> int:
-    """The fewest runs a side with which the exact rank test can give p < alpha."""
+def fewest_runs(alpha: float, paired: bool = False) -> int:
+    """The fewest runs a side (``paired``: pairs) with which the exact rank test (the
+    signed-rank test) can give p < alpha."""
     n = 1
-    while 1 / math.comb(2 * n, n) >= alpha:
+    while _smallest_p(n, paired) >= alpha:
         n += 1
     return n
+
+
+def _smallest_p(runs: int, paired: bool) -> float:
+    return signed.smallest_p(runs) if paired else 1 / math.comb(2 * runs, runs)
 
 
 @dataclass(frozen=True)
@@ -80,11 +95,14 @@ class Gate:
     noise_k: float
     threshold: float = 0.0
     power: float = POWER
+    paired: bool = False  # ab's rounds: the signed-rank test on per-round ratios
 
 
 def _test_runs(effect: float, cv: float, gate: Gate) -> float:
     """Runs a side the rank test needs (not rounded): the t-test's, over 3/pi."""
     za, zb = _z(1 - gate.alpha), _z(gate.power)
+    if gate.paired:
+        return (((za + zb) / _paired_shift(effect, cv)) ** 2 + za**2 / 2) * math.pi / 3
     t_runs = 2 * ((za + zb) * cv / effect) ** 2 + za**2 / 4
     return t_runs * math.pi / 3
 
@@ -98,8 +116,10 @@ def _clears(effect: float, cv: float, runs: float, gate: Gate) -> float:
     Location and spread estimates are independent, and the two events rise together, so the
     product errs low."""
     normal = NormalDist()
-    medians = (1 + effect) * cv * math.sqrt(math.pi / runs)
-    estimate = gate.noise_k * cv / math.sqrt(4 * max(runs - 1, 1))
+    widen = 1.0 if gate.paired else 1 + effect  # a ratio's spread is the same either side
+    medians = widen * cv * math.sqrt(math.pi / runs)
+    freedom = max(runs - 1, 1) * (1 if gate.paired else 2)
+    estimate = gate.noise_k * cv / math.sqrt(2 * freedom)
     over_threshold = normal.cdf((effect - gate.threshold) / medians)
     over_noise = normal.cdf((effect - gate.noise_k * cv) / math.hypot(medians, estimate))
     return over_threshold * over_noise
@@ -111,8 +131,8 @@ def runs_needed(effect: float, cv: float, gate: Gate) -> int | None:
     if effect <= max(gate.threshold, gate.noise_k * cv):
         return None
     if cv <= 0:
-        return fewest_runs(gate.alpha)
-    runs = max(fewest_runs(gate.alpha), math.ceil(_test_runs(effect, cv, gate)))
+        return fewest_runs(gate.alpha, gate.paired)
+    runs = max(fewest_runs(gate.alpha, gate.paired), math.ceil(_test_runs(effect, cv, gate)))
     while runs <= MAX_RUNS and chance(effect, cv, runs, gate) < gate.power:
         runs += 1
     return runs if runs <= MAX_RUNS else None
@@ -121,9 +141,39 @@ def runs_needed(effect: float, cv: float, gate: Gate) -> int | None:
 def chance(effect: float, cv: float, runs: int, gate: Gate) -> float:
     """The chance that ``runs`` a side flag a change of ``effect``: the bar's and the test's,
     multiplied (they rise together, so the product errs low, on the side of more runs)."""
+    if gate.paired:
+        test = _paired_chance(_paired_shift(effect, cv), runs, gate.alpha)
+        return _clears(effect, cv, runs, gate) * test
     # In the baseline's standard deviations, with the candidate's (1 + effect) times wider.
     shift = effect / (cv * math.sqrt((1 + (1 + effect) ** 2) / 2))
     return _clears(effect, cv, runs, gate) * _test_chance(shift, runs, gate.alpha)
+
+
+def _paired_shift(effect: float, cv: float) -> float:
+    """A change of ``effect`` in the log-ratios' standard deviations (sqrt(2) × cv)."""
+    return math.log1p(effect) / (cv * math.sqrt(2))
+
+
+def _paired_chance(shift: float, pairs: int, alpha: float) -> float:
+    """The exact signed-rank test's power against a shift of ``shift`` standard deviations
+    with ``pairs`` pairs: simulated up to ``SIMULATED_RUNS`` (seeded), as for the rank test,
+    the normal formula at its 3/pi efficiency beyond."""
+    if pairs > SIMULATED_RUNS:
+        za = _z(1 - alpha)
+        return NormalDist().cdf(shift * math.sqrt(max(3 * pairs / math.pi - za**2 / 2, 0)) - za)
+    return _simulated_pairs(round(shift, 2), pairs, alpha)
+
+
+@lru_cache(maxsize=4096)
+def _simulated_pairs(shift: float, pairs: int, alpha: float) -> float:
+    rng = random.Random(pairs)  # the same draws for every shift: power rises smoothly with it
+    critical = signed.critical(pairs, alpha)
+    hits = 0
+    for _ in range(DRAWS):
+        diffs = [rng.gauss(shift, 1) for _ in range(pairs)]
+        ranked = sorted(range(pairs), key=lambda i: abs(diffs[i]))
+        hits += sum(r + 1 for r, i in enumerate(ranked) if diffs[i] > 0) >= critical
+    return hits / DRAWS
 
 
 def _test_chance(shift: float, runs: int, alpha: float) -> float:
@@ -199,7 +249,8 @@ def plan(effect: float, cv: float, repeat: int, gate: Gate, least_factor: int = 
         found = Plan(runs, repeat * factor, scaled)
         if best is None or found.cost < best.cost:
             best = found
-        if runs == fewest_runs(gate.alpha):  # more repeats cannot lower the runs any further
+        # More repeats cannot lower the runs any further:
+        if runs == fewest_runs(gate.alpha, gate.paired):
             break
     return best
 
@@ -209,7 +260,7 @@ def detectable(cv: float, runs: tuple[int, int], gate: Gate) -> float | None:
     noise; None when the exact test cannot reach ``gate.alpha`` with so few runs. Unequal
     sides count as the smaller one (a little pessimistic)."""
     n = min(runs)
-    if not n or 1 / math.comb(2 * n, n) >= gate.alpha:
+    if not n or _smallest_p(n, gate.paired) >= gate.alpha:
         return None
     low = max(gate.threshold, gate.noise_k * cv)
     if cv <= 0:
@@ -297,7 +348,7 @@ def sensitivity(effect: float, cv: float | None, runs: int, gate: Gate) -> Sensi
     if cv is None:
         return Sensitivity(effect, False, None, "needs 2 or more runs a side to measure noise")
     asked = gate if effect > gate.threshold + 1e-12 else replace(gate, threshold=0.0)
-    able = runs >= fewest_runs(asked.alpha) and (
+    able = runs >= fewest_runs(asked.alpha, asked.paired) and (
         cv <= 0 or chance(effect, cv, runs, asked) >= asked.power
     )
     found = plan(effect, cv, 1, asked)

@@ -60,7 +60,7 @@ def test_an_a_a_at_the_defaults_passes_and_could_have_failed(tmp_path: Path) -> 
         )
         pytest.skip(
             f"twice underpowered at load average {load:.1f} on {cores} cores, beyond what the "
-            f"defaults are designed for (run-to-run CVs {noisy}; 8 rounds tell ~3% from 10%)"
+            f"defaults are designed for (noise in the pairs {noisy}; 8 pairs tell ~2.5% from 10%)"
         )
     assert (code, doc["outcome"]) == (0, "pass"), stderr
     assert {r["metric"] for r in gated} >= {"p50", "p95", "ttft_p50", "mean", "throughput"}

@@ -91,7 +91,7 @@ def test_ab_takes_compare_s_gate_flags_as_they_are() -> None:
     compare = inspect.signature(compare_cli.compare_, eval_str=True).parameters
     gate = {f.name: f for f in ab_cli.GATE}
     assert set(gate) == set(compare) - {
-        "baseline_ref", "candidate_ref", "root", "markdown_file", "force"
+        "baseline_ref", "candidate_ref", "root", "markdown_file", "force", "paired"
     }  # fmt: skip
     for name, flag in gate.items():
         assert flag.default == compare[name].default
