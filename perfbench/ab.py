@@ -248,3 +248,22 @@ def run_once(command: Sequence[str], side: Side, env: Mapping[str, str], timeout
         return Ran(124, f"no result after {timeout:g} s (--run-timeout)")
     lines = (done.stderr + done.stdout).strip().splitlines()
     return Ran(done.returncode, "\n".join(lines[-8:]))
+
+
+def heading(sides: Mapping[SideName, Side], rounds: tuple[int, int]) -> str:
+    """ab's Markdown heading: the commits compared, the rounds, and a confirmation's."""
+
+    def name(side: Side) -> str:
+        return f"`{side.ref}`" + (f" ({side.commit[:12]})" if side.commit else " (working tree)")
+
+    first, more = rounds
+    confirmed = (
+        f"; they showed a regression, so {more} more rounds were measured to confirm it, and "
+        f"the verdict below is that of all {first + more} rounds together"
+        if more
+        else ""
+    )
+    return (
+        f"**perfbench ab**: {name(sides['baseline'])} → {name(sides['candidate'])}, "
+        f"{first} interleaved rounds on one machine{confirmed}\n\n"
+    )

@@ -33,9 +33,8 @@ from perfbench.errors import AbError
 from perfbench.suite import load_suite
 
 _GATE_PANEL = "Gate (as perfbench compare)"
-# compare's parameters that ab sets itself: the two sides, the run folder, the Markdown file
-# (--summary), --force (both sides run one copied suite, so its digest always matches) and
-# --paired (a round's two runs are a pair, always).
+# compare's parameters ab sets itself: the sides, the run folder, --summary's file, --force (one
+# copied suite: its digest always matches) and --paired (a round's two runs are a pair).
 _SET_BY_AB = {"baseline_ref", "candidate_ref", "root", "markdown_file", "force", "paired"}
 # The exit codes of a child run that mean the same for ab: stopped, or --strict's client-bound.
 _PASSED_ON = {ExitCode.INTERRUPTED, ExitCode.TERMINATED, ExitCode.CLIENT_BOUND}
@@ -343,11 +342,9 @@ def _gate(
     summary: Path | None,
     flags: Flags,
 ) -> None:
-    """``compare --paired``'s verdict over the rounds (after a confirmation, over every round,
-    the first ones' and the confirmation's pooled: the build fails only if they still
-    regress), with a line naming the commits first in the Markdown; ends the command with
-    compare's exit code. Each side's runs sort by time, so run i of each is round i."""
-    heading = _heading(sides, rounds)
+    """``compare --paired``'s verdict over every round (a confirmation's pooled with the first
+    ones'; runs sort by time, so run i of each side is round i); ends with compare's code."""
+    heading = lib.heading(sides, rounds)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     with errors():
         if step_summary:  # compare appends its verdict there; the heading goes first
@@ -360,23 +357,6 @@ def _gate(
         )  # fmt: skip
     finally:
         _write_summaries(verdict_file, heading, summary, step_summary)
-
-
-def _heading(sides: Mapping[lib.SideName, lib.Side], rounds: tuple[int, int]) -> str:
-    def name(side: lib.Side) -> str:
-        return f"`{side.ref}`" + (f" ({side.commit[:12]})" if side.commit else " (working tree)")
-
-    first, more = rounds
-    confirmed = (
-        f"; they showed a regression, so {more} more rounds were measured to confirm it, and "
-        f"the verdict below is that of all {first + more} rounds together"
-        if more
-        else ""
-    )
-    return (
-        f"**perfbench ab**: {name(sides['baseline'])} → {name(sides['candidate'])}, "
-        f"{first} interleaved rounds on one machine{confirmed}\n\n"
-    )
 
 
 def _write_summaries(

@@ -128,11 +128,13 @@ def test_the_printed_url_works_as_the_official_sdks_base_url() -> None:
             assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
             answer = client.responses.create(model="sdk-responses", input="hello")
             assert answer.output_text
+            client.close()  # its pooled connection, else a ResourceWarning at collection
             claude = anthropic.Anthropic(base_url=exports["ANTHROPIC_BASE_URL"],
                                          api_key=exports["ANTHROPIC_API_KEY"], max_retries=0,
                                          timeout=60)  # fmt: skip
             message = claude.messages.create(model="sdk-claude", max_tokens=50, messages=chat)
             assert message.content[0].text  # type: ignore[union-attr]
+            claude.close()
         finally:
             table, said = _stop(proxy)
     assert proxy.returncode == 0, said
