@@ -68,13 +68,13 @@ def least_rounds(alpha: float, gated: int) -> int:
     """The fewest rounds with which a change in one of ``gated`` metrics alone can be
     significant. The rounds are pairs (compare --paired: the signed-rank test on the per-round
     ratios), whose smallest p is 1 / 2^rounds; the correction asks alpha / gated of a first
-    finding: 8 rounds for the 12 gated by default (1/256 < 0.05/12), 6 for two."""
+    finding: 9 rounds for the 13 gated by default (1/512 < 0.05/13 < 1/256), 6 for two."""
     return power.fewest_runs(alpha / max(1, gated), paired=True)
 
 
-# The default: 8 pairs flag a threshold-sized change 4 times in 5 up to 2.5% noise in the
-# pairs (stats.power.sensitivity; what a round's two runs share is not in it).
-DEFAULT_ROUNDS = 8
+# The default: the fewest pairs in which a change in one of the 13 metrics gated by default
+# can be significant (least_rounds; 8 could not: 1/256 > 0.05/13, tests/unit/test_paired.py).
+DEFAULT_ROUNDS = 9
 # The default --repeat: enough passes for this many tasks a run, and at least 2. A task's
 # timing jitters with the machine's load; a run's figures average it out as 1/sqrt(tasks).
 # Measured (A/A ab, every run seeded alike, docs/ci.md): the 16-case demo suite at 16 tasks a

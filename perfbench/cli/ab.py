@@ -104,7 +104,7 @@ RoundsOpt = Annotated[
     _side_option(
         min=2,
         help="Rounds: each runs one measured pass per side, the side going first "
-        "alternating; its two runs are a pair (compare --paired). Under 8 no change in one "
+        "alternating; its two runs are a pair (compare --paired). Under 9 no change in one "
         "metric alone can be significant; a gated metric the rounds could not have flagged at "
         "--detect makes the verdict underpowered, which says how many would.",
     ),

@@ -193,8 +193,13 @@ def test_pairing_catches_a_shift_under_a_shared_load_that_the_rank_test_cannot()
 
 def test_ab_asks_for_the_rounds_a_change_in_one_gated_metric_needs() -> None:
     from perfbench import ab
+    from perfbench.cli import rules
 
-    assert ab.least_rounds(0.05, 12) == 8  # the default gate: 1/256 < 0.05/12 ≤ 1/128
+    assert ab.least_rounds(0.05, 12) == 8  # 1/256 < 0.05/12 ≤ 1/128
+    assert ab.least_rounds(0.05, 13) == 9  # 1/512 < 0.05/13 < 1/256
     assert ab.least_rounds(0.05, 2) == 6  # --gate p50,throughput: 1/64 < 0.025
     assert ab.least_rounds(0.05, 1) == 5
-    assert ab.least_rounds(0.05, 12) <= ab.DEFAULT_ROUNDS
+    # ab's default rounds can flag a change in any one metric of the default gate, whatever
+    # metrics the gate gains (it had 13 where 12 were assumed: a pass that could not fail)
+    gate = rules.gate_rules(rules.settings(None), None, None, None, None, None, None, None)
+    assert ab.least_rounds(gate.alpha, len(gate.gate)) <= ab.DEFAULT_ROUNDS
