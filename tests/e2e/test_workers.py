@@ -151,7 +151,11 @@ def test_adaptive_load_over_workers_follows_one_limit(
     overall = summary["runs"][0]["overall"]
     assert overall["throughput"] == pytest.approx(20.0, rel=0.15)
     limits = [limit for _, limit in summary["adaptive"]["history"]]
-    assert max(limits) > limits[-1]  # it grew, met 429s, and came down: one controller
+    # It grew, met 429s and came down at least once. (Not "ends below its peak": under load
+    # the window's 429s can stop long enough for the limit to climb back to its peak by the
+    # last task, as a CI run's [1, 2, 4, 8, 6, 7, ..., 8] did.)
+    assert limits[0] < max(limits)
+    assert any(later < earlier for earlier, later in itertools.pairwise(limits)), limits
     assert summary["client"].get("workers", 1) == int(workers)
     assert overall["throttled"] > 0
 
