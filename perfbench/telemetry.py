@@ -27,12 +27,15 @@ TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
 
 
 class Telemetry:
-    """The run's metrics, served on ``HOST:port`` between ``started`` and ``finished``."""
+    """The run's metrics, served on ``HOST:port`` between ``started`` and ``finished``.
+    ``every_run``: served until ``close`` instead, across the runs it watches (a sweep's
+    levels: one page, whose counters go on adding up, for the whole sweep)."""
 
     wants_tasks = True
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, every_run: bool = False) -> None:
         self.port = port
+        self.every_run = every_run
         self.registry = CollectorRegistry()
         r = self.registry
         labels = ("phase", "status")
@@ -97,6 +100,7 @@ class Telemetry:
     def started(self, meta: dict[str, Any], snap: dict[str, Any]) -> None:
         load = meta.get("load") or {}
         self._fixed = load.get("concurrency") if load.get("shape") == "fixed" else None
+        self.run_info.clear()  # the run being measured now: a sweep's previous level is done
         self.run_info.labels(str(meta.get("id")), str(meta.get("target"))).set(1)
         self.tick(snap)
         self.open()
@@ -135,7 +139,8 @@ class Telemetry:
         self.tick(snap)
         # Every task has ended: finished + in flight is exact now, whatever a tick held.
         self.started_seen = self.done + self.running
-        self.close()
+        if not self.every_run:
+            self.close()
 
     def close(self) -> None:
         if self._server is not None:

@@ -194,24 +194,14 @@ def _one(
     with errors():
         otlp.check(otlp_url)
         shown = watching.shown(flags)
-    telemetry = None
-    if shown.metrics_port is not None:  # prometheus-client's server: imported when asked for
-        from perfbench.telemetry import Telemetry
-
-        telemetry = Telemetry(shown.metrics_port)
     chosen = sinks(flags["quiet"], flags["as_json"])
-    watch = Watch(chosen if telemetry is None else [*chosen, telemetry], abort=shown.abort)
-    try:
-        with errors():
-            if telemetry is not None:
-                telemetry.open()  # a busy port stops the run before its first task
+    with errors(), watching.served(shown.metrics_port) as page:
+        watch = Watch([*chosen, *page], abort=shown.abort)
+        try:
             result = measure(watch)
-    except BaseException:
-        watch.failed()
-        raise
-    finally:
-        if telemetry is not None:
-            telemetry.close()
+        except BaseException:
+            watch.failed()
+            raise
     code = _exit_code(result, strict, max_error_rate)
     watch.finished(result.meta["status"], code, str(result.run_dir) if result.run_dir else None)
     _report(result, code, err if flags["as_json"] else out, shown.details)

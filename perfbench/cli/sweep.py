@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
-from perfbench import api
-from perfbench.cli import options
+from perfbench import api, store
+from perfbench.cli import options, watching
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.events import JsonEvents, LiveView, Sink
 from perfbench.cli.options import (
@@ -24,8 +25,8 @@ from perfbench.cli.options import (
     Flags,
     shared,
 )
-from perfbench.cli.output import err, errors, out
-from perfbench.cli.run import MAX_ERROR_RATE, Watch, stopped
+from perfbench.cli.output import err, errors, out, print_result
+from perfbench.cli.run import ABORTED_BY, MAX_ERROR_RATE, Watch, stopped
 from perfbench.cli.specs import run_spec, server_options
 from perfbench.engine.results import RunResult, SweepResult
 from perfbench.errors import GateError
@@ -33,8 +34,11 @@ from perfbench.report import sweep_md
 from perfbench.report.format import seconds
 from perfbench.spec import SweepPlan, SweepSpec
 from perfbench.stats import goodput
+from perfbench.stats.abort import AbortOn
 from perfbench.stats.knee import Level, StopRule
 from perfbench.stats.thresholds import parse_slo
+from perfbench.store import sides
+from perfbench.store.sweeps import level_dir
 
 # A percentile limit ('p95<2s', 'mean<1s') rather than goodput objectives.
 _PERCENTILE = re.compile(r"^\s*(?:p\d+|mean)\s*<")
@@ -43,8 +47,10 @@ _PERCENTILE = re.compile(r"^\s*(?:p\d+|mean)\s*<")
 class _SweepWatch(Watch):
     """Each level's run in the live view; a line per level, and level events with --json."""
 
-    def __init__(self, sinks: list[Sink], events: JsonEvents | None) -> None:
-        super().__init__(sinks)
+    def __init__(
+        self, sinks: list[Sink], events: JsonEvents | None, abort: AbortOn | None = None
+    ) -> None:
+        super().__init__(sinks, abort=abort)
         self.events = events
         self.t0 = time.monotonic()
 
@@ -157,8 +163,14 @@ MaxErrorRateOpt = Annotated[
 ]
 
 
+StagesOpt = Annotated[
+    str | None,
+    typer.Option(hidden=True, help="Refused: a sweep's levels each hold one load (run's)."),
+]
+
+
 @app.command()
-@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, defaults={"runs": 3})
+@shared(TARGET, PASSES, WORKLOAD, OUTPUT, SERVER, watching.WATCHING, defaults={"runs": 3})
 def sweep(
     ctx: typer.Context,
     cases: CasesArg = None,
@@ -173,6 +185,7 @@ def sweep(
     min_gain: MinGainOpt = 0.10,
     resume: ResumeOpt = None,
     max_error_rate: MaxErrorRateOpt = MAX_ERROR_RATE,
+    stages: StagesOpt = None,
     *,
     flags: Flags,
 ) -> None:
@@ -186,9 +199,14 @@ def sweep(
     provider limited to 30 requests/s: the sweep names the rate-limit knee, at 6–7 in flight)
     """
     options.check_resume(ctx, resume is not None)
+    if stages is not None:
+        raise typer.BadParameter(STAGES_REFUSED, param_hint="'--stages'")
     events = JsonEvents(sys.stdout.buffer) if flags["as_json"] else None
-    watch = _SweepWatch([] if flags["quiet"] else [LiveView(err)], events)
     with errors():
+        shown = watching.shown(flags)
+    with errors(), watching.served(shown.metrics_port, every_run=True) as page:
+        live: list[Sink] = [] if flags["quiet"] else [LiveView(err)]
+        watch = _SweepWatch([*live, *page], events, shown.abort)
         if resume is not None:
             result = api.resume_sweep(resume, watch)
         else:
@@ -198,9 +216,12 @@ def sweep(
             )
             result = api.sweep(spec, watch)
     console = err if events else out
+    if shown.details:
+        with errors():
+            _level_tables(result, console)
     console.print(sweep_md.render(result), highlight=False, markup=False)
     console.print(f"Sweep directory: [bold]{result.path}[/]", highlight=False)
-    code = stopped(result.stopped_by) if result.interrupted else ExitCode.OK
+    code = _ended(result, console)
     lowest = result.levels[0] if result.levels else None
     if not code and lowest is not None and lowest.error_rate > max_error_rate:
         code = ExitCode.ERRORS
@@ -217,6 +238,47 @@ def sweep(
         console.print(f"Stopped: continue with [bold]perfbench sweep --resume {result.path}[/]")
     if code:
         raise typer.Exit(code)
+
+
+STAGES_REFUSED = (
+    "--stages is for run: each level of a sweep holds one load for its whole run; give the "
+    "levels with --concurrency or --rates (or none: the sweep doubles concurrency itself)"
+)
+
+
+def _ended(result: SweepResult, console: Console) -> ExitCode:
+    """How the sweep ended: completed, stopped by a signal, or cut short by a level's
+    --abort-on limit, which it says (exit 9; the levels measured before it are kept)."""
+    if not result.interrupted:
+        return ExitCode.OK
+    by = result.stopped_by or ""
+    if not by.startswith(ABORTED_BY):
+        return stopped(by)
+    level = "a level" if result.stopped_at is None else f"level {result.stopped_at:g}"
+    console.print(
+        f"[red]aborted[/] at {level} by --{by}; the levels before it are kept. Exit 9",
+        highlight=False,
+        soft_wrap=True,  # one line, for the scripts that read it
+    )
+    return ExitCode.ABORTED
+
+
+def _level_tables(result: SweepResult, console: Console) -> None:
+    """--details: every table of each level's run (what `perfbench show --details` prints of
+    it), before the sweep's own table; the level cut short too, as far as it went."""
+    for level in _level_dirs(result):
+        run_dir, meta, summary = sides.load_run(str(level), result.path.parent)
+        console.rule(f"{run_dir.name}", style="dim")
+        with store.reading(run_dir):
+            print_result(summary, meta, console, details=True, run_dir=run_dir)
+
+
+def _level_dirs(result: SweepResult) -> list[Path]:
+    levels = [v.level for v in result.levels]
+    if result.stopped_at is not None:
+        levels.append(result.stopped_at)
+    found = [level_dir(result.path, level) for level in sorted(levels)]
+    return [d for d in found if (d / store.META).is_file()]
 
 
 def _sweep_finished(events: JsonEvents, t0: float, result: SweepResult, code: int) -> None:

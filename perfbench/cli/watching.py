@@ -4,11 +4,14 @@ The flags are a group for ``options.shared``; ``shown`` turns their values into 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
 import typer
 
+from perfbench.cli.events import Sink
 from perfbench.cli.options import Flags, _flag
 from perfbench.stats import abort as limits
 from perfbench.stats.abort import AbortOn
@@ -48,3 +51,21 @@ def shown(flags: Flags) -> Shown:
     text = flags["abort_on"]
     rules = limits.parse(text, flags["abort_grace"]) if text else None
     return Shown(flags["details"], flags["metrics_port"], rules)
+
+
+@contextmanager
+def served(port: int | None, *, every_run: bool = False) -> Iterator[list[Sink]]:
+    """--metrics-port: the Prometheus page as a progress sink (none without the flag), served
+    before the first task (a busy port stops the command before any) and closed at the end.
+    ``every_run``: one page for all the runs watched (a sweep's levels), not each its own."""
+    if port is None:
+        yield []
+        return
+    from perfbench.telemetry import Telemetry  # prometheus-client: imported when asked for
+
+    telemetry = Telemetry(port, every_run=every_run)
+    try:
+        telemetry.open()
+        yield [telemetry]
+    finally:
+        telemetry.close()

@@ -30,4 +30,5 @@ class SweepResult:
     findings: dict[str, Any]
     plan: SweepPlan
     interrupted: bool = False  # stopped (Ctrl-C, SIGTERM): levels measured so far only
-    stopped_by: str | None = None  # the signal that stopped it
+    stopped_by: str | None = None  # the signal (or a level's --abort-on limit) that stopped it
+    stopped_at: float | None = None  # the level whose run it cut short

@@ -65,6 +65,7 @@ class Sweep:
         self.path = path  # the sweep directory (made by run() unless resuming)
         self._session: Session | None = None  # the level running now
         self.stopped_by: str | None = None
+        self.stopped_at: float | None = None  # the level that was running then
         self._stopped = False
 
     def stop(self, reason: str | None = None) -> None:
@@ -73,6 +74,13 @@ class Sweep:
         self._stopped, self.stopped_by = True, reason
         if self._session is not None:
             self._session.stop(reason)
+
+    def _ended_by(self, reason: str | None, level: float) -> None:
+        """A level's run ended early: by the sweep's own stop (a signal), or by itself (its
+        observer's --abort-on limit), which ends the sweep too and is what it says."""
+        self.stopped_at = level
+        if not self._stopped:
+            self._stopped, self.stopped_by = True, reason
 
     def target_name(self) -> str:
         if self.factory is not None:
@@ -117,7 +125,9 @@ class Sweep:
             store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
             levels = [self.measured[k] for k in sorted(self.measured)]
             findings = self._analyse(levels)
-            return SweepResult(path, levels, findings, self.plan, True, self.stopped_by)
+            return SweepResult(
+                path, levels, findings, self.plan, True, self.stopped_by, self.stopped_at
+            )
         except anyio.get_cancelled_exc_class():
             if self._stopped:  # a second Ctrl-C cut the stop short: resumable all the same
                 store.write_json(path / PLAN_FILE, {**how, "status": "interrupted"})
@@ -191,6 +201,7 @@ class Sweep:
             finally:
                 self._session = None
             if result.interrupted:  # kept on disk for --resume; not a level measured
+                self._ended_by(result.meta.get("stopped_by"), level)
                 raise _Interrupted
             summary = result.summary
         measured = level_of(level, summary)

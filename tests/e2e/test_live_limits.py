@@ -35,7 +35,7 @@ faults:
 """
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -65,7 +65,7 @@ def test_abort_on_stops_a_run_against_a_failing_server(tmp_path: Path) -> None:
 
 
 def test_the_metrics_page_answers_during_a_run(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     args = perfbench("run", str(CASES / "answer.yaml"), "-t", "mock+http", "-c", "2",
                      "--duration", "120", "--runs", "1", "--warmup", "0", "-q",
                      "--metrics-port", str(port), "--out", str(tmp_path))  # fmt: skip
