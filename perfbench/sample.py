@@ -65,6 +65,9 @@ def status_of(kind: str) -> Status:
     return "timeout" if kind == "timeout" else "error"
 
 
+_STEP_USAGE = ("model_served", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning")
+
+
 @dataclass(slots=True)
 class Step:
     """One model call or tool call inside a task."""
@@ -93,6 +96,12 @@ class Step:
     # API said it). None: not seen. OpenTelemetry's chat spans carry both (otel.py).
     model: str | None = None
     finish: str | None = None
+    # The call's own share of the task's figures of the same names (a reply's usage, as the
+    # API reported it; the model that answered when not the one asked). None: not reported.
+    model_served: str | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -117,6 +126,9 @@ class Step:
             doc["model"] = self.model
         if self.finish is not None:
             doc["finish"] = self.finish
+        for key in _STEP_USAGE:  # written when reported: most calls report none of them
+            if (value := getattr(self, key)) is not None:
+                doc[key] = value
         return doc
 
     @classmethod

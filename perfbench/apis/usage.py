@@ -33,10 +33,13 @@ def estimate_tokens(task: Task, reply: ModelReply, body: dict[str, Any]) -> None
 
 
 def record_details(task: Task, step: Step, reply: ModelReply, asked: str) -> None:
-    """What a reply says beyond its counts: why it ended (on its ``step``), cache and reasoning
-    tokens (summed over the task's calls), and the model that answered when it is not the one
-    asked."""
+    """What a reply says beyond its counts: why it ended, cache and reasoning tokens, and the
+    model that answered when it is not the one asked; on its ``step`` (the call's own, for its
+    OpenTelemetry span), the tokens also summed over the task's calls."""
     step.finish = reply.finish
+    step.tokens_cache_read = reply.cache_read
+    step.tokens_cache_write = reply.cache_write
+    step.tokens_reasoning = reply.reasoning
     if reply.cache_read is not None:
         task.tokens_cache_read = (task.tokens_cache_read or 0) + reply.cache_read
     if reply.cache_write is not None:
@@ -44,7 +47,7 @@ def record_details(task: Task, step: Step, reply: ModelReply, asked: str) -> Non
     if reply.reasoning is not None:
         task.tokens_reasoning = (task.tokens_reasoning or 0) + reply.reasoning
     if reply.model and reply.model != asked:
-        task.model_served = reply.model
+        task.model_served = step.model_served = reply.model
 
 
 def reported_cost(headers: Mapping[str, str]) -> float | None:

@@ -550,5 +550,7 @@ def scrubber(target: Target) -> Callable[[Sample], None] | None:
                     names.clear()
                 name = names[step.name] = redact(step.name)
             step.name = name
+            if step.model_served:  # the wire's text, as the sample's
+                step.model_served = redact(step.model_served)
 
     return scrub

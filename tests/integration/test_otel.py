@@ -5,6 +5,7 @@ the GenAI semantic conventions' names, tokens equal to the samples'."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -283,3 +284,56 @@ def test_a_call_names_the_model_it_asked_for(run_dir: Path) -> None:
     chats = [s for s in kept.kept if s.attributes["gen_ai.operation.name"] == "chat"]
     assert chats and {s.name for s in chats} == {"chat gpt-4o-mini"}
     assert {s.attributes["gen_ai.request.model"] for s in chats} == {"gpt-4o-mini"}
+
+
+class _Router(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that answers o4-mini with a dated snapshot, reporting
+    cached and reasoning tokens, as a router or OpenAI itself does."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({
+            "model": "o4-mini-2025-04-16",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 9,
+                      "prompt_tokens_details": {"cached_tokens": 40},
+                      "completion_tokens_details": {"reasoning_tokens": 3}},
+        }).encode()  # fmt: skip
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_chat_span_carries_its_calls_served_model_and_cache_and_reasoning_tokens(
+    tmp_path: Path, receiver: tuple[str, type[_Receiver]]
+) -> None:
+    """Only the task's span had them (summed): a call's span now says which model answered
+    it and its own cached and reasoning tokens, in the conventions' names."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Router)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url, got = receiver
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        done = invoke("run", str(CASES / "answer.yaml"), "-t", "openai/o4-mini",
+                      "--base-url", base, "--no-stream", "--no-preflight", "--runs", "1",
+                      "--warmup", "0", "--out", str(tmp_path), "--otlp", url, "-q",
+                      env={"OPENAI_API_KEY": "sk-test"})  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    chats = [_attrs(s) for s in _spans(got.traces)]
+    chats = [a for a in chats if a["gen_ai.operation.name"] == "chat"]
+    assert len(chats) == 4  # answer.yaml: four cases, one call each
+    for attrs in chats:
+        assert attrs["gen_ai.request.model"] == "o4-mini"
+        assert attrs["gen_ai.response.model"] == "o4-mini-2025-04-16"
+        assert _count(attrs, "gen_ai.usage.cache_read.input_tokens") == 40
+        assert _count(attrs, "gen_ai.usage.reasoning.output_tokens") == 3
+        assert "gen_ai.usage.cache_creation.input_tokens" not in attrs  # not reported
