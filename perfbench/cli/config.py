@@ -1,7 +1,16 @@
 """The project's settings file: ``perfbench.toml``, or ``[tool.perfbench]`` in ``pyproject.toml``.
 
-Read once, at the edge; the rest of perfbench receives plain mappings. Only the ``[compare]``
-table is defined so far::
+Read once, at the edge; the rest of perfbench receives plain mappings. Two tables: ``[run]``
+holds the load's ramping stages, ``run --stages``' (k6's ``stages``)::
+
+    [[run.stages]]                  # in pyproject.toml: [[tool.perfbench.run.stages]]
+    duration = "30s"                # ms, s, m, h; a bare number is seconds
+    target = 8                      # tasks in flight; or a rate, "5/s" (an open loop)
+
+    [run]                           # or the --stages text
+    stages = "30s:8,60s:32,30s:0"
+
+and ``[compare]`` the gate's settings::
 
     [compare]                       # in pyproject.toml: [tool.perfbench.stats.compare]
     alpha = 0.05
@@ -17,11 +26,13 @@ table is defined so far::
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from perfbench.errors import GateError
+from perfbench.load import stages as ramping
 
 # Each key's TOML type, and how to write it (for the error when a value has another type).
 _LISTS = {"gate": 'gate = ["p50", "p95"]', "scopes": 'scopes = ["overall"]',
@@ -45,18 +56,72 @@ def compare_settings(path: Path | None) -> dict[str, Any]:
     """The ``[compare]`` table of a settings file (empty when there is no file)."""
     if path is None:
         return {}
+    table = _table(path, "compare", KNOWN)
+    return {key: _typed(path, key, value) for key, value in table.items()}
+
+
+def run_stages(path: Path | None) -> str | None:
+    """``[run] stages`` of a settings file, as ``--stages`` takes them, checked (None: none).
+    A bad stage is a GateError naming the file, the key and the stage."""
+    if path is None:
+        return None
+    value = _table(path, "run", {"stages"}).get("stages")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list) and value:
+        text = ",".join(_stage(path, n, stage) for n, stage in enumerate(value, 1))
+    else:
+        raise GateError(f"{path}: [run] stages should be {_STAGES}; it is {value!r}")
+    try:  # the checks --stages makes, said of the file
+        ramping.parse_rates(text) or ramping.parse(text)
+    except GateError as exc:
+        said = str(exc).removeprefix("--stages: ")
+        raise GateError(f"{path}: [run] stages: {said}") from None
+    return text
+
+
+_STAGES = 'a list of [[run.stages]] tables (duration = "30s", target = 8) or "30s:8,60s:32"'
+_DURATION = re.compile(r"^\d+(?:\.\d+)?(?:ms|s|m|h)?$")
+_RATE = re.compile(r"^\d+(?:\.\d+)?/s$")
+
+
+def _stage(path: Path, n: int, stage: Any) -> str:
+    """One k6 stage, ``{duration = "30s", target = 8}``, as --stages' ``30s:8``."""
+    where = f"{path}: [run] stages #{n}"
+    if not isinstance(stage, dict) or set(stage) != {"duration", "target"}:
+        raise GateError(f"{where} should be a table of duration and target, as in "
+                        f'{{ duration = "30s", target = 8 }}; it is {stage!r}')  # fmt: skip
+    duration, target = stage["duration"], stage["target"]
+    if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0:
+        duration = f"{duration:g}s"
+    if not isinstance(duration, str) or not _DURATION.match(duration.strip()):
+        raise GateError(f'{where}: duration should be a time, as in "30s", "500ms", "2m" or '
+                        f"30 (seconds); it is {stage['duration']!r}")  # fmt: skip
+    if isinstance(target, int) and not isinstance(target, bool) and target >= 0:
+        return f"{duration.strip()}:{target}"
+    if isinstance(target, str) and _RATE.match(target.strip()):
+        return f"{duration.strip()}:{target.strip()}"
+    raise GateError(f'{where}: target should be the tasks in flight (8) or a rate ("5/s"); '
+                    f"it is {target!r}")  # fmt: skip
+
+
+def _table(path: Path, name: str, known: set[str]) -> dict[str, Any]:
+    """The ``[name]`` table of a settings file (``[tool.perfbench.name]`` in pyproject.toml),
+    empty when absent; a key it does not know is an error, not ignored."""
     doc = _read(path)
     if path.name == "pyproject.toml":
         doc = doc.get("tool", {}).get("perfbench", {})
-    table = doc.get("compare", {})
+    table = doc.get(name, {})
     if not isinstance(table, dict):
-        raise GateError(f"{path}: [compare] should be a table")
-    unknown = sorted(set(table) - KNOWN)
+        raise GateError(f"{path}: [{name}] should be a table")
+    unknown = sorted(set(table) - known)
     if unknown:
         raise GateError(
-            f"{path}: [compare] has unknown key '{unknown[0]}'; known: {', '.join(sorted(KNOWN))}"
+            f"{path}: [{name}] has unknown key '{unknown[0]}'; known: {', '.join(sorted(known))}"
         )
-    return {key: _typed(path, key, value) for key, value in table.items()}
+    return table
 
 
 def _typed(path: Path, key: str, value: Any) -> Any:

@@ -345,7 +345,7 @@ RESUME_KEEPS = frozenset(
     {"resume", "quiet", "as_json", "strict", "details", "metrics_port", "abort_on", "abort_grace"}
 )
 _ADAPTIVE_ONLY = ("max_concurrency", "start", "decrease")
-_NOT_STAGED = {"concurrency", "rate", "adaptive", "duration", "trace", "ramp_up"}
+NOT_STAGED = {"concurrency", "rate", "adaptive", "duration", "trace", "ramp_up"}
 
 
 def given(ctx: typer.Context) -> list[Any]:
@@ -369,9 +369,9 @@ def check_resume(ctx: typer.Context, resuming: bool) -> None:
         )
 
 
-def staged(ctx: typer.Context, flags: Flags) -> Flags:
-    """With --stages one run, and of rates no warmup (it replays every stage), unless given."""
-    text = str(ctx.params.get("stages") or "")
+def staged(ctx: typer.Context, flags: Flags, stages: str | None) -> Flags:
+    """With stages one run, and of rates no warmup (it replays every stage), unless given."""
+    text = stages or ""
     rates = bool(text) and ramping.parse_rates(text) is not None
     keep = {"runs": "1", "warmup": 0} if rates else {"runs": "1"}
     return {**flags, **{k: v for k, v in keep.items() if text and not _on_command_line(ctx, k)}}
@@ -380,7 +380,7 @@ def staged(ctx: typer.Context, flags: Flags) -> Flags:
 def check_load(ctx: typer.Context, rate: bool, adaptive: bool) -> None:
     """Options given on the command line that the run would ignore are errors, not silence."""
     params = given(ctx)
-    if ctx.params.get("stages") and (bad := flag_names(params, _NOT_STAGED)):
+    if ctx.params.get("stages") and (bad := flag_names(params, NOT_STAGED)):
         raise typer.BadParameter(f"{bad}: --stages sets the load over time; drop them")
     closed = flag_names(params, {"concurrency", "ramp_up"})
     if (rate or adaptive) and closed:

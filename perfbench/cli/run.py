@@ -13,7 +13,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from perfbench import api
-from perfbench.cli import auto, options, otlp, shape, watching
+from perfbench.cli import auto, config, options, otlp, shape, watching
 from perfbench.cli.app import ExitCode, app
 from perfbench.cli.events import JsonEvents, LiveView, Progress, Sink
 from perfbench.cli.options import (
@@ -155,7 +155,8 @@ def run(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
             trace,
         )  # fmt: skip
-        flags = options.staged(ctx, flags)
+        stages = _file_stages(ctx, stages)
+        flags = options.staged(ctx, flags, stages)
         plan = options.plan(
             flags, concurrency=concurrency, load=shape, duration=duration, stages=stages
         )
@@ -181,6 +182,22 @@ def run(
         with errors():
             _targets_report(results, plan, console)
     raise typer.Exit(_worst(codes))
+
+
+def _file_stages(ctx: typer.Context, stages: str | None) -> str | None:
+    """--stages, else perfbench.toml's ``[run] stages`` unless the command line gives the load
+    another way (-c, --rate, --adaptive, --duration, --trace, --scenario): it wins."""
+    if stages is not None or options.flag_names(options.given(ctx), _ELSEWHERE):
+        return stages
+    path = config.find(Path.cwd())
+    found = config.run_stages(path)
+    if found is not None and path is not None:  # said, as the file is not on the line
+        line = f"load: the stages of {path.name} ([run] stages): {found}"
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
+    return found
+
+
+_ELSEWHERE = {*options.NOT_STAGED, "scenario"}
 
 
 def _one(

@@ -4,6 +4,7 @@ stages' target over each measured run, linearly between stages. Under virtual ti
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,63 @@ def test_stages_replace_the_other_load_flags_and_default_to_one_run(tmp_path: Pa
     assert ran.exit_code == 0, ran.output
     (run_dir,) = tmp_path.iterdir()
     assert store.read_json(run_dir / store.META)["plan"]["runs"] == 1
+
+
+K6 = """[[run.stages]]
+duration = "0.2s"
+target = 2
+
+[[run.stages]]
+duration = 0.1
+target = 0
+"""
+
+
+def _in(folder: Path, toml: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    (folder / "perfbench.toml").write_text(toml, encoding="utf-8")
+    monkeypatch.chdir(folder)
+    return ["run", str(CASES / "answer.yaml"), "-t", "mock:zero", "-q", "--out", "runs"]
+
+
+def test_perfbench_toml_sets_the_stages_k6s_way_and_the_command_line_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = _in(tmp_path, K6, monkeypatch)
+    ran = CliRunner().invoke(app, args)
+    assert ran.exit_code == 0, ran.output
+    assert "load: the stages of perfbench.toml ([run] stages): 0.2s:2,0.1s:0" in ran.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    meta = store.read_json(run_dir / store.META)
+    assert meta["load"]["stages"] == [[0.2, 2], [0.1, 0]] and meta["plan"]["runs"] == 1
+    shutil.rmtree(tmp_path / "runs")
+    fixed = CliRunner().invoke(app, [*args, "-c", "3"])  # the load given here: the file yields
+    assert fixed.exit_code == 0, fixed.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    meta = store.read_json(run_dir / store.META)
+    assert "stages" not in meta["load"] and meta["plan"]["concurrency"] == 3
+    assert "load: the stages" not in fixed.stderr
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ('[run]\nstages = "30x:8"', "perfbench.toml: [run] stages: '30x:8' is not DURATION:TARGET"),
+        (K6.replace("target = 0", 'target = "none"'),
+         "perfbench.toml: [run] stages #2: target should be the tasks in flight (8) or a rate"),
+        (K6.replace('"0.2s"', '"soon"'),
+         "perfbench.toml: [run] stages #1: duration should be a time, as in \"30s\""),
+        ('[[run.stages]]\nduration = "1s"\ntraget = 2',
+         "perfbench.toml: [run] stages #1 should be a table of duration and target"),
+        ('[run]\nstage = "1s:2"', "perfbench.toml: [run] has unknown key 'stage'; known: stages"),
+        ('[run]\nstages = "1s:2,1s:5/s"', "perfbench.toml: [run] stages: '1s:2' is not "
+         "DURATION:RATE/s"),
+    ],
+)  # fmt: skip
+def test_a_bad_stage_in_perfbench_toml_names_the_file_key_and_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, said: str
+) -> None:
+    done = CliRunner().invoke(app, _in(tmp_path, toml, monkeypatch))
+    assert done.exit_code == 3, done.output
+    assert said in " ".join(done.stderr.split()), done.stderr
+    assert done.exception is None or isinstance(done.exception, SystemExit)  # no traceback
+    assert not (tmp_path / "runs").exists()
