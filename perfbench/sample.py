@@ -65,7 +65,14 @@ def status_of(kind: str) -> Status:
     return "timeout" if kind == "timeout" else "error"
 
 
-_STEP_USAGE = ("model_served", "tokens_cache_read", "tokens_cache_write", "tokens_reasoning")
+# A step's keys written only when set: most steps have none of them.
+_STEP_SOMETIMES = (
+    "model_served",
+    "tokens_cache_read",
+    "tokens_cache_write",
+    "tokens_reasoning",
+    "stream",
+)
 
 
 @dataclass(slots=True)
@@ -102,6 +109,9 @@ class Step:
     tokens_cache_read: int | None = None
     tokens_cache_write: int | None = None
     tokens_reasoning: int | None = None
+    # A call through the proxy: whether its request asked to stream (`"stream": true`), the
+    # agent's choice, not --stream's. None: not seen (perfbench made the call itself).
+    stream: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         doc = {
@@ -126,7 +136,7 @@ class Step:
             doc["model"] = self.model
         if self.finish is not None:
             doc["finish"] = self.finish
-        for key in _STEP_USAGE:  # written when reported: most calls report none of them
+        for key in _STEP_SOMETIMES:
             if (value := getattr(self, key)) is not None:
                 doc[key] = value
         return doc

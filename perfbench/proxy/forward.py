@@ -175,6 +175,7 @@ async def _call(request: web.Request, ex: Exchange, call: ModelCall) -> web.Stre
     doc = _json(ex.body)
     asked = doc.get("model")
     call.step.model = asked if isinstance(asked, str) and asked else None  # the agent's choice
+    call.step.stream = bool(doc.get("stream"))  # also the agent's: says who to ask for TTFT
     since = [time.monotonic()]
 
     def sent() -> None:

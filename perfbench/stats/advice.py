@@ -120,6 +120,9 @@ def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterab
     """A model target asked to stream whose server answered with one JSON body: no TTFT."""
     target = (meta.get("spec") or {}).get("target") or {}
     name = str(target.get("target", ""))
+    if "agent_streams" in overall:  # an agent's calls through the proxy: what they asked
+        yield from _agent_streams(overall["agent_streams"])
+        return
     if not target.get("stream") or name.startswith(("http+agent", "python:", "cmd:")):
         # Not asked to stream, or a whole agent: it has no TTFT to show, or (cmd:) it makes
         # its own requests, and whether they asked to stream is the agent's choice, not
@@ -133,6 +136,25 @@ def _not_streamed(overall: Mapping[str, Any], meta: Mapping[str, Any]) -> Iterab
             "JSON body although `stream: true` was asked (it ignores streaming, or a proxy "
             "buffers it). TTFT and inter-token gaps are not measured for them: check the "
             "server's streaming support, or say so with --no-stream."
+        )
+
+
+def _agent_streams(asked: Mapping[str, Any]) -> Iterable[str]:
+    """A proxied agent's answered calls without TTFT, by whose choice: the agent asked for one
+    body (it can ask to stream), or asked to stream and the upstream sent one body anyway."""
+    whole, calls = asked.get("asked_but_whole", 0), asked.get("asked", 0)
+    if whole:
+        yield (
+            f"{whole} of {calls} model calls the agent asked to stream (`stream: true`) were "
+            "answered with one JSON body: the upstream ignores streaming, or something between "
+            "buffers it. TTFT and inter-token gaps are not measured for them: check the "
+            "upstream's streaming support (`perfbench verify -t … --base-url …`)."
+        )
+    if unasked := asked.get("not_asked", 0):
+        yield (
+            f"{unasked} of {unasked + calls} model calls the agent made did not ask to stream, "
+            "so they have no TTFT or inter-token gaps: for them, have the agent ask for a "
+            "stream (`stream=True` in the openai and anthropic SDKs)."
         )
 
 

@@ -106,6 +106,11 @@ class _Group:
     # Requests (model calls): a task of 3 model calls is 3 requests (stats/goodput.py).
     requests: int = 0
     requests_failed: int = 0
+    # A proxied agent's answered calls by whether they asked to stream (Step.stream), and of
+    # those that asked, the ones answered with one body: who to tell when TTFT is missing.
+    asked_stream: int = 0
+    asked_stream_whole: int = 0
+    asked_whole: int = 0
     tpot: Histogram = field(default_factory=Histogram)  # per request: time per output token
     request_ttft: Histogram = field(default_factory=Histogram)  # every request's, not the task's
     # Per request: output tokens over its e2e, in thousands (a histogram holds 0..3600, and a
@@ -222,6 +227,8 @@ class _Group:
         if st.status == "ok":
             if st.ttft is not None:
                 self.request_ttft.add(st.ttft)
+            if st.stream is not None:
+                self._asked(st.stream, st.ttft is not None)
             figures = request_figures(st)
             if figures["tpot"] is not None:
                 self.tpot.add(figures["tpot"])
@@ -232,6 +239,21 @@ class _Group:
                 self.request_usage_ratio.add(st.tokens_out / st.tokens_estimate)
         if self.slo is not None:
             self.slo_requests += self.slo.request_meets(st)
+
+    def _streams(self) -> dict[str, Any]:
+        """A proxied agent's calls by what they asked: only where there were such calls."""
+        if not (self.asked_stream or self.asked_whole):
+            return {}
+        return {"agent_streams": {"asked": self.asked_stream,
+                                  "asked_but_whole": self.asked_stream_whole,
+                                  "not_asked": self.asked_whole}}  # fmt: skip
+
+    def _asked(self, stream: bool, timed: bool) -> None:
+        if stream:
+            self.asked_stream += 1
+            self.asked_stream_whole += not timed
+        else:
+            self.asked_whole += 1
 
     def _details(self, s: Sample) -> None:
         """What few samples carry (cache and reasoning tokens, a served model): off the
@@ -263,6 +285,9 @@ class _Group:
         self.tokens_estimated |= other.tokens_estimated
         self.model_calls += other.model_calls
         self.tool_calls += other.tool_calls
+        self.asked_stream += other.asked_stream
+        self.asked_stream_whole += other.asked_stream_whole
+        self.asked_whole += other.asked_whole
         self.expect_mismatch += other.expect_mismatch
         self.cost += other.cost
         self.priced += other.priced
@@ -356,6 +381,7 @@ class _Group:
             "early_stopping": self.early_stopping(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
             **self.breakdown.finish(),
+            **self._streams(),
         }
 
     def _goodput(self, tasks: int, window: float) -> dict[str, Any]:

@@ -286,7 +286,7 @@ def test_a_call_names_the_model_it_asked_for(run_dir: Path) -> None:
     assert {s.attributes["gen_ai.request.model"] for s in chats} == {"gpt-4o-mini"}
 
 
-class _Router(BaseHTTPRequestHandler):
+class WholeBody(BaseHTTPRequestHandler):
     """An OpenAI-compatible endpoint that answers o4-mini with a dated snapshot, reporting
     cached and reasoning tokens, as a router or OpenAI itself does."""
 
@@ -315,7 +315,7 @@ def test_a_chat_span_carries_its_calls_served_model_and_cache_and_reasoning_toke
 ) -> None:
     """Only the task's span had them (summed): a call's span now says which model answered
     it and its own cached and reasoning tokens, in the conventions' names."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Router)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), WholeBody)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url, got = receiver
     try:
