@@ -155,8 +155,7 @@ def run(
             rate, arrival, duration, max_in_flight, adaptive, max_concurrency, start, decrease,
             trace,
         )  # fmt: skip
-        stages = _file_stages(ctx, stages)
-        flags = options.staged(ctx, flags, stages)
+        flags, stages = _staged(ctx, flags, stages)
         plan = options.plan(
             flags, concurrency=concurrency, load=shape, duration=duration, stages=stages
         )
@@ -182,6 +181,13 @@ def run(
         with errors():
             _targets_report(results, plan, console)
     raise typer.Exit(_worst(codes))
+
+
+def _staged(ctx: typer.Context, flags: Flags, stages: str | None) -> tuple[Flags, str | None]:
+    """The stages the run follows (``options.staged``'s defaults with them): --stages, else
+    perfbench.toml's."""
+    stages = _file_stages(ctx, stages)
+    return options.staged(ctx, flags, stages), stages
 
 
 def _file_stages(ctx: typer.Context, stages: str | None) -> str | None:
