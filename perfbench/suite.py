@@ -24,6 +24,7 @@ from perfbench.errors import CaseError, Problem, SuiteError
 from perfbench.language import detect_language
 
 if TYPE_CHECKING:
+    from perfbench.load.trace import Arrival
     from perfbench.sources import Prompt, SourceError, synthetic
 
 SUFFIXES = (".yaml", ".yml")
@@ -306,12 +307,15 @@ class Streamed(Sequence[Case]):
         self.ids, self._make, self.timeout_s = ids, make, timeout_s
         self.digest: str | None = None  # known once a reading has gone to the end
         self.briefs: list[Brief] | None = None
+        self.partial: list[Brief] = []  # the longest reading's so far, none complete
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def __iter__(self) -> Iterator[Case]:
-        digest, briefs = _Digest(), []
+        digest, briefs = _Digest(), list[Brief]()
+        if self.briefs is None:
+            self.partial = briefs
         for case in self._make():
             if case.weight != 1 or case.timeout_s != self.timeout_s:
                 raise AssertionError(f"generated case {case.id} has its own weight or timeout")
@@ -337,7 +341,8 @@ class Streamed(Sequence[Case]):
         return next(itertools.islice(self._make(), at % len(self), None))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "briefs": None}  # a worker gets the recipe, not the briefs
+        # A worker gets the recipe, not the briefs.
+        return {**self.__dict__, "briefs": None, "partial": []}
 
 
 @dataclass(frozen=True)
@@ -651,7 +656,7 @@ def trace_suite(path: Path) -> Suite:
     so the replay's n-th arrival runs the n-th case. A trace without lengths, or a line
     without one, raises ``SuiteError`` naming the file (and line)."""
     from perfbench.load import trace as trace_file
-    from perfbench.sources import SourceError, case_ids
+    from perfbench.sources import case_ids
     from perfbench.sources import trace as shapes
 
     arrivals = trace_file.arrivals(path)  # a TraceError names the file and line itself
@@ -661,19 +666,32 @@ def trace_suite(path: Path) -> Suite:
             "trace with input_length (and output_length) on each line"
         )
         raise SuiteError([Problem(path, None, "", message)])
+    missing = next((a for a in arrivals if a.input_length is None), None)
+    if missing is not None:  # found now, not when the run reaches that line
+        message = "is missing: a trace that shapes its requests gives every line one"
+        raise SuiteError([Problem(path, missing.line, "input_length", message)])
+    ids = case_ids(shapes.ID_PREFIX, len(arrivals))
+    timeout = Case.model_fields["timeout_s"].default
+    cases = Streamed(ids, functools.partial(_trace_cases, path, arrivals), timeout)
+    _ = cases[0]  # a prompt made here: what the first case shows is refused before the run
+    sources = {i: f"{path}:{a.line}" for i, a in zip(ids, arrivals, strict=True)}
+    return Suite(f"trace-{path.stem}", cases, sources)
+
+
+def _trace_cases(path: Path, arrivals: Sequence[Arrival]) -> Iterator[Case]:
+    """A shaped trace's cases in arrival order, made one at a time."""
+    from perfbench.sources import SourceError, case_ids
+    from perfbench.sources import trace as shapes
+
     ids = case_ids(shapes.ID_PREFIX, len(arrivals))
     made = shapes.stream(arrivals, path)  # a prompt made as its case is
     try:
-        cases = tuple(
-            _prompt_case(i, p, {}, (path, a.line))
-            for i, p, a in zip(ids, made, arrivals, strict=True)
-        )
+        for i, p, a in zip(ids, made, arrivals, strict=True):
+            yield _prompt_case(i, p, {}, (path, a.line))
     except SourceError as exc:
         raise SuiteError([_source_problem(exc, path, None, ())]) from exc
     except CaseError as exc:
         raise SuiteError(exc.problems) from exc
-    sources = {c.id: f"{path}:{a.line}" for c, a in zip(cases, arrivals, strict=True)}
-    return Suite(f"trace-{path.stem}", cases, sources)
 
 
 def _check_defaults(defaults: dict[str, Any], doc: yamlfile.Located) -> None:

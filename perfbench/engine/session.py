@@ -219,9 +219,8 @@ class Session:
             if aimd is not None:
                 summary["adaptive"] = aimd.reading()
             meta["status"] = status
-            streamed = self.suite.streamed
-            if streamed is not None and (status != "interrupted" or streamed.digest):
-                meta["suite"] = self._suite_doc(ended=True)
+            if self.suite.streamed is not None:
+                meta["suite"] = self._suite_doc(ended=status != "interrupted")
             if isinstance(self.engine, Fleet):
                 self.stopped_by = self.stopped_by or self.engine.lost
                 if self.engine.nodes:
@@ -332,12 +331,13 @@ class Session:
 
     def _suite_doc(self, *, ended: bool) -> SuiteInfo:
         """meta.json's suite. A streamed suite's digest and case list are known once its
-        cases have all been made: "" and [] as the run starts (and in a run stopped before
-        then), filled as it ends; made then when the run did not read them all (a
-        ``--duration`` run's)."""
-        suite = self.suite
-        if suite.streamed is not None and not ended:
-            return {"name": suite.name, "digest": "", "cases": []}
+        cases have all been made: "" and those made so far as the run starts (none) and in a
+        run stopped before then (``ended`` False), filled as it ends; made then when the run
+        did not read them all (a ``--duration`` run's)."""
+        suite, streamed = self.suite, self.suite.streamed
+        if streamed is not None and not ended and streamed.digest is None:
+            cases = [_case_doc(brief) for brief in streamed.partial]  # those made so far
+            return {"name": suite.name, "digest": "", "cases": cases}
         cases = [_case_doc(brief) for brief in suite.briefs()]
         return {"name": suite.name, "digest": suite.digest, "cases": cases}
 

@@ -20,7 +20,7 @@ from perfbench.errors import SuiteError
 from perfbench.sample import Sample
 from perfbench.sources import Prompt, synthetic
 from perfbench.spec import SYNTHETIC, Plan, RunSpec, TargetSpec
-from perfbench.suite import Case, Streamed, Suite, synthetic_suite
+from perfbench.suite import Case, Streamed, Suite, synthetic_suite, trace_suite
 
 N = 300
 SPEC = f"input=16,output=4,n={N},seed=4"
@@ -137,10 +137,37 @@ def test_an_interrupted_run_resumes_and_ends_with_the_digest(tmp_path: Path) -> 
     first = api.run(_spec(tmp_path / "runs", runs=1, warmup=0), _StopAfter(40), interruptible=False)
     assert first.meta["status"] == "interrupted" and first.run_dir is not None
     assert first.meta["suite"]["digest"] == ""  # its cases were not all made
-    done = len(_samples(first.run_dir))
-    assert 40 <= done < N
+    samples = _samples(first.run_dir)
+    assert 40 <= len(samples) < N
+    # Its case list is of the cases made so far: every one measured (show lists them).
+    listed = [c["id"] for c in first.meta["suite"]["cases"]]
+    assert {s["case"] for s in samples} <= set(listed) and len(listed) < N
     result = api.resume(first.run_dir, interruptible=False)
     assert result.meta["status"] == "completed"
     assert result.meta["suite"]["digest"] == synthetic_suite(SPEC).digest
     cases = sorted(s["case"] for s in _samples(first.run_dir) if s["status"] == "ok")
     assert cases == [c.id for c in synthetic_suite(SPEC).cases]  # each once
+
+
+def _trace(path: Path, lines: list[dict[str, int]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
+    return path
+
+
+def test_a_shaped_trace_streams_its_cases_and_digests_them_as_held(tmp_path: Path) -> None:
+    lines = [{"timestamp": 10 * k, "input_length": 20 + k, "output_length": 3} for k in range(30)]
+    suite = trace_suite(_trace(tmp_path / "t.jsonl", lines))
+    assert isinstance(suite.cases, Streamed) and len(suite.cases) == 30
+    held = Suite.of("held", list(suite.cases))
+    assert suite.digest == held.digest
+    assert suite.sources["trace-0030"].endswith("t.jsonl:30")
+
+
+def test_a_trace_line_without_a_length_is_refused_before_the_run(tmp_path: Path) -> None:
+    lines = [{"timestamp": 10 * k, "input_length": 20, "output_length": 3} for k in range(30)]
+    del lines[25]["input_length"]  # deep in the trace: found before the first case runs
+    with pytest.raises(SuiteError) as caught:
+        trace_suite(_trace(tmp_path / "t.jsonl", lines))
+    (problem,) = caught.value.problems
+    assert (problem.line, problem.field) == (26, "input_length")
+    assert "is missing" in problem.message
