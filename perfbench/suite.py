@@ -296,8 +296,9 @@ class Streamed(Sequence[Case]):
     10^5-prompt suite took ~50 s to make before its first request went out. Each complete
     reading hashes the digest as it goes and keeps each case's ``Brief`` (meta.json's case
     list, written as the run ends); a later reading must hash the same digest (a second run
-    streams the same prompts from the seed). Every case has weight 1 and ``timeout_s``
-    (generated cases take no defaults), so a run's plan needs no reading at all.
+    streams the same prompts from the seed). Every case has weight 1 and ``timeout_s``,
+    no tools and no turns (generated cases take no defaults), so a run's plan needs no
+    reading, and a target's check the first case only.
     ``make`` is picklable (a module-level function and its arguments): worker processes
     get the recipe, not the cases."""
 
@@ -317,8 +318,8 @@ class Streamed(Sequence[Case]):
         if self.briefs is None:
             self.partial = briefs
         for case in self._make():
-            if case.weight != 1 or case.timeout_s != self.timeout_s:
-                raise AssertionError(f"generated case {case.id} has its own weight or timeout")
+            if case.weight != 1 or case.timeout_s != self.timeout_s or case.tools or case.turns:
+                raise AssertionError(f"generated case {case.id} is not like the first one")
             digest.add(case)
             briefs.append(Brief.of(case))
             yield case
@@ -385,6 +386,11 @@ class Suite:
                 pass
         assert streamed.briefs is not None
         return streamed.briefs
+
+    def checked(self) -> Sequence[Case]:
+        """The cases a target's check must see: every one; a streamed suite's first (its
+        cases differ only in id, text and lengths)."""
+        return self.cases[:1] if self.streamed is not None else self.cases
 
     def ids(self) -> Sequence[str]:
         """The case ids in order (a streamed suite's without making its cases)."""

@@ -171,3 +171,23 @@ def test_a_trace_line_without_a_length_is_refused_before_the_run(tmp_path: Path)
     (problem,) = caught.value.problems
     assert (problem.line, problem.field) == (26, "input_length")
     assert "is missing" in problem.message
+
+
+def test_a_target_s_check_reads_the_first_generated_case_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Generated cases differ only in id, text and lengths: what a target refuses (tools,
+    turns) the first one shows; checking each would make the suite before the run."""
+    from perfbench.apis.chat import check_suite
+
+    counted = _Counted(monkeypatch)
+    suite = synthetic_suite(SPEC)
+    refused: list[str] = []
+
+    class Api:
+        def refuse(self, case: Case) -> None:
+            refused.append(case.id)
+
+    check_suite(Api(), suite)
+    assert refused == ["syn-0001"]
+    assert counted.made <= 2  # the set-up's first case, and the check's
