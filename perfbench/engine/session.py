@@ -219,8 +219,8 @@ class Session:
             if aimd is not None:
                 summary["adaptive"] = aimd.reading()
             meta["status"] = status
-            if self.suite.streamed is not None:
-                meta["suite"] = self._suite_doc(ended=status != "interrupted")
+            if self.suite.streamed is not None:  # a failed run's cases are not made for it
+                meta["suite"] = self._suite_doc(ended=status == "completed")
             if isinstance(self.engine, Fleet):
                 self.stopped_by = self.stopped_by or self.engine.lost
                 if self.engine.nodes:
@@ -332,8 +332,8 @@ class Session:
     def _suite_doc(self, *, ended: bool) -> SuiteInfo:
         """meta.json's suite. A streamed suite's digest and case list are known once its
         cases have all been made: "" and those made so far as the run starts (none) and in a
-        run stopped before then (``ended`` False), filled as it ends; made then when the run
-        did not read them all (a ``--duration`` run's)."""
+        run that ended otherwise before then (``ended`` False), filled as a completed run
+        ends; made then when the run did not read them all (a ``--duration`` run's)."""
         suite, streamed = self.suite, self.suite.streamed
         if streamed is not None and not ended and streamed.digest is None:
             cases = [_case_doc(brief) for brief in streamed.partial]  # those made so far

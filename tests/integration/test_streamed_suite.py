@@ -191,3 +191,26 @@ def test_a_target_s_check_reads_the_first_generated_case_only(
     check_suite(Api(), suite)
     assert refused == ["syn-0001"]
     assert counted.made <= 2  # the set-up's first case, and the check's
+
+
+def test_a_refused_run_does_not_make_the_suite_for_its_meta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run refused before its first task (its target down) lists the cases it made, not
+    the suite made whole: only a completed run's meta.json is worth a reading."""
+    import socket
+
+    from perfbench.errors import PerfbenchError
+
+    counted = _Counted(monkeypatch)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again when the run connects
+    target = TargetSpec("openai/m", base_url=f"http://127.0.0.1:{port}/v1", retries=0)
+    spec = RunSpec.build([SYNTHETIC + SPEC], target, Plan(runs=1, warmup=0), out=tmp_path)
+    with pytest.raises(PerfbenchError, match="pre-flight"):
+        api.run(spec, interruptible=False)
+    (run_dir,) = tmp_path.iterdir()
+    meta = json.loads((run_dir / "meta.json").read_text("utf-8"))
+    assert meta["status"] == "refused" and meta["suite"]["digest"] == ""
+    assert counted.made <= 2  # the set-up's first case (and the check's)
