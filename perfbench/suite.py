@@ -32,6 +32,12 @@ _NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
 # The largest max_tokens a case may ask: servers written in Go or Rust, and protobuf APIs,
 # read it as a 32-bit integer and refuse more; no model comes near it.
 MAX_TOKENS = 2**31 - 1
+# Generated suites of up to this many prompts are made whole before the run, as they were:
+# a streamed suite's prompts are made in the pass, between its tasks (~0.12 ms of client CPU
+# each on a quiet machine; against mock:zero 3,000 prompts ran at 1,200 tasks/s streamed,
+# 4,000 made first), so only a suite too large to make first (10^5: ~50 s, docs/cases.md)
+# pays that in its passes.
+HELD_UP_TO = 5_000
 _JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
 
@@ -590,10 +596,10 @@ def _prompt_case(
 
 def synthetic_suite(spec: str) -> Suite:
     """The suite of ``perfbench run --synthetic SPEC``: the prompts of a synthetic spec
-    (``key=value,…``; see ``perfbench.sources.synthetic``) as cases, streamed: each made
-    as the run takes it (``Streamed``). A bad spec raises ``SuiteError`` naming the key;
-    the first case is made here, so a spec no prompt can be made of is refused before the
-    run, as is anything else the first case shows."""
+    (``key=value,…``; see ``perfbench.sources.synthetic``) as cases; more than
+    ``HELD_UP_TO`` streamed: each made as the run takes it (``Streamed``). A bad spec
+    raises ``SuiteError`` naming the key; the first case is made here, so a spec no prompt
+    can be made of is refused before the run, as is anything else the first case shows."""
     from perfbench.sources import case_ids, synthetic
 
     parsed = synthetic.parse(spec)
@@ -601,7 +607,13 @@ def synthetic_suite(spec: str) -> Suite:
     timeout = Case.model_fields["timeout_s"].default
     cases = Streamed(ids, functools.partial(_synthetic_cases, parsed), timeout)
     _ = cases[0]
-    return Suite("synthetic", cases, dict.fromkeys(ids, synthetic.FLAG))
+    return Suite("synthetic", _held(cases), dict.fromkeys(ids, synthetic.FLAG))
+
+
+def _held(cases: Streamed) -> Sequence[Case]:
+    """A generated suite's cases as the run takes them: made now when they are few
+    (``HELD_UP_TO``), streamed otherwise."""
+    return tuple(cases) if len(cases) <= HELD_UP_TO else cases
 
 
 def _synthetic_cases(parsed: synthetic.Spec) -> Iterator[Case]:
@@ -681,7 +693,7 @@ def trace_suite(path: Path) -> Suite:
     cases = Streamed(ids, functools.partial(_trace_cases, path, arrivals), timeout)
     _ = cases[0]  # a prompt made here: what the first case shows is refused before the run
     sources = {i: f"{path}:{a.line}" for i, a in zip(ids, arrivals, strict=True)}
-    return Suite(f"trace-{path.stem}", cases, sources)
+    return Suite(f"trace-{path.stem}", _held(cases), sources)
 
 
 def _trace_cases(path: Path, arrivals: Sequence[Arrival]) -> Iterator[Case]:

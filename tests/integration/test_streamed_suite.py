@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from perfbench import api
+from perfbench import suite as suite_module
 from perfbench.engine import runner as runner_module
 from perfbench.engine.observer import RunObserver
 from perfbench.errors import SuiteError
@@ -24,6 +25,24 @@ from perfbench.suite import Case, Streamed, Suite, synthetic_suite, trace_suite
 
 N = 300
 SPEC = f"input=16,output=4,n={N},seed=4"
+
+
+@pytest.fixture(autouse=True)
+def _streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These suites stream (ones of a few thousand prompts are made whole first)."""
+    monkeypatch.setattr(suite_module, "HELD_UP_TO", 0)
+
+
+def test_a_small_generated_suite_is_made_first_and_a_large_one_streams(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(suite_module, "HELD_UP_TO", 10)
+    held, streamed = (
+        synthetic_suite("input=8,output=2,n=10"),
+        synthetic_suite("input=8,output=2,n=11"),
+    )
+    assert isinstance(held.cases, tuple) and isinstance(streamed.cases, Streamed)
+    assert held.digest == Suite.of("ten", list(streamed.cases)[:10]).digest
 
 
 class _Counted:
