@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -23,13 +24,20 @@ from perfbench.errors import CaseError, Problem, SuiteError
 from perfbench.language import detect_language
 
 if TYPE_CHECKING:
-    from perfbench.sources import Prompt, SourceError
+    from perfbench.load.trace import Arrival
+    from perfbench.sources import Prompt, SourceError, synthetic
 
 SUFFIXES = (".yaml", ".yml")
 _NAME = r"^[A-Za-z0-9_.\-]{1,64}$"
 # The largest max_tokens a case may ask: servers written in Go or Rust, and protobuf APIs,
 # read it as a 32-bit integer and refuse more; no model comes near it.
 MAX_TOKENS = 2**31 - 1
+# Generated suites of up to this many prompts are made whole before the run, as they were:
+# a streamed suite's prompts are made in the pass, between its tasks (~0.12 ms of client CPU
+# each on a quiet machine; against mock:zero 3,000 prompts ran at 1,200 tasks/s streamed,
+# 4,000 made first), so only a suite too large to make first (10^5: ~50 s, docs/cases.md)
+# pays that in its passes.
+HELD_UP_TO = 5_000
 _JSON_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
 
 
@@ -251,29 +259,168 @@ def _canonical(case: Case) -> dict[str, Any]:
     return doc
 
 
+class _Digest:
+    """The suite digest, hashed a case at a time in id order: the JSON list of the cases,
+    written as it is hashed (10^5 cases were 10^5 dicts and one text of them all first)."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256(b"[")
+        self._last: str | None = None
+
+    def add(self, case: Case) -> None:
+        if self._last is not None:
+            if case.id <= self._last:  # a generated suite's ids sort as they are made
+                raise AssertionError(f"case {case.id} came after {self._last}: not in id order")
+            self._sha.update(b",")
+        self._last = case.id
+        self._sha.update(_json(_canonical(case)).encode())
+
+    def hexdigest(self) -> str:
+        copy = self._sha.copy()
+        copy.update(b"]")
+        return copy.hexdigest()
+
+
+class Brief(NamedTuple):
+    """What meta.json keeps of a case (its ``suite.cases``), without its text."""
+
+    id: str
+    language: str
+    tags: list[str]
+    tools: int  # the tool calls it expects (or the tools it declares)
+    timeout_s: float
+    output_tokens: int | None
+
+    @classmethod
+    def of(cls, case: Case) -> Brief:
+        tools = len(case.expect.tool_calls) or len(case.tools)
+        return cls(case.id, case.language, case.tags, tools, case.timeout_s, case.output_tokens)
+
+
+class Streamed(Sequence[Case]):
+    """A generated suite's cases, made again each time they are read, never all held: a
+    10^5-prompt suite took ~50 s to make before its first request went out. Each complete
+    reading hashes the digest as it goes and keeps each case's ``Brief`` (meta.json's case
+    list, written as the run ends); a later reading must hash the same digest (a second run
+    streams the same prompts from the seed). Every case has weight 1 and ``timeout_s``,
+    no tools and no turns (generated cases take no defaults), so a run's plan needs no
+    reading, and a target's check the first case only.
+    ``make`` is picklable (a module-level function and its arguments): worker processes
+    get the recipe, not the cases."""
+
+    def __init__(
+        self, ids: Sequence[str], make: Callable[[], Iterable[Case]], timeout_s: float
+    ) -> None:
+        self.ids, self._make, self.timeout_s = ids, make, timeout_s
+        self.digest: str | None = None  # known once a reading has gone to the end
+        self.briefs: list[Brief] | None = None
+        self.partial: list[Brief] = []  # the longest reading's so far, none complete
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[Case]:
+        digest, briefs = _Digest(), list[Brief]()
+        if self.briefs is None:
+            self.partial = briefs
+        for case in self._make():
+            if case.weight != 1 or case.timeout_s != self.timeout_s or case.tools or case.turns:
+                raise AssertionError(f"generated case {case.id} is not like the first one")
+            digest.add(case)
+            briefs.append(Brief.of(case))
+            yield case
+        made = digest.hexdigest()
+        if self.digest is not None and made != self.digest:
+            message = f"the cases made again differ from the first ones (digest {made[:12]})"
+            raise SuiteError([Problem(Path("<generated>"), None, "", message)])
+        self.digest, self.briefs = made, briefs
+
+    @overload
+    def __getitem__(self, at: int) -> Case: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[Case]: ...
+    def __getitem__(self, at: int | slice) -> Case | Sequence[Case]:
+        if isinstance(at, slice):  # made up to the slice's end only
+            start, stop, step = at.indices(len(self))
+            return tuple(itertools.islice(self._make(), start, stop, step))
+        if not -len(self) <= at < len(self):
+            raise IndexError(at)
+        return next(itertools.islice(self._make(), at % len(self), None))
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A worker gets the recipe, not the briefs.
+        return {**self.__dict__, "briefs": None, "partial": []}
+
+
 @dataclass(frozen=True)
 class Suite:
-    """Validated cases in execution order, with where each came from and the suite digest."""
+    """Validated cases in execution order, with where each came from and the suite digest.
+    ``cases`` is a tuple, or a generated suite's ``Streamed`` cases."""
 
     name: str
-    cases: tuple[Case, ...]
-    sources: dict[str, str]  # case id -> "file:line"
+    cases: Sequence[Case]
+    sources: Mapping[str, str]  # case id -> "file:line"
 
     @functools.cached_property
     def digest(self) -> str:
         """SHA-256 over the normalised cases, independent of file layout and key order: the
-        JSON list of the cases sorted by id, hashed as it is written, one case at a time
-        (10^5 cases were 10^5 dicts and one text of them all first). Made once."""
-        sha = hashlib.sha256(b"[")
-        for k, case in enumerate(sorted(self.cases, key=lambda c: c.id)):
-            if k:
-                sha.update(b",")
-            sha.update(_json(_canonical(case)).encode())
-        sha.update(b"]")
-        return sha.hexdigest()
+        JSON list of the cases sorted by id. Made once; a streamed suite's is read from its
+        cases' last complete reading, or made by one."""
+        if isinstance(self.cases, Streamed):
+            if self.cases.digest is None:
+                for _ in self.cases:  # one reading: its end records the digest
+                    pass
+            assert self.cases.digest is not None
+            return self.cases.digest
+        digest = _Digest()
+        for case in sorted(self.cases, key=lambda c: c.id):
+            digest.add(case)
+        return digest.hexdigest()
+
+    @property
+    def streamed(self) -> Streamed | None:
+        return self.cases if isinstance(self.cases, Streamed) else None
+
+    def briefs(self) -> Iterable[Brief]:
+        """meta.json's case list; a streamed suite's from its last complete reading (made by
+        one when there was none)."""
+        streamed = self.streamed
+        if streamed is None:
+            return (Brief.of(c) for c in self.cases)
+        if streamed.briefs is None:
+            for _ in streamed:  # one reading: its end records them (and checks the digest)
+                pass
+        assert streamed.briefs is not None
+        return streamed.briefs
+
+    def checked(self) -> Sequence[Case]:
+        """The cases a target's check must see: every one; a streamed suite's first (its
+        cases differ only in id, text and lengths)."""
+        return self.cases[:1] if self.streamed is not None else self.cases
+
+    def ids(self) -> Sequence[str]:
+        """The case ids in order (a streamed suite's without making its cases)."""
+        streamed = self.streamed
+        return streamed.ids if streamed is not None else [c.id for c in self.cases]
+
+    def timeouts(self) -> Mapping[str, float]:
+        """Each case's timeout by id (the summarizer's)."""
+        streamed = self.streamed
+        if streamed is not None:
+            return dict.fromkeys(streamed.ids, streamed.timeout_s)
+        return {c.id: c.timeout_s for c in self.cases}
+
+    @property
+    def heaviest(self) -> int:
+        """The largest case weight."""
+        if self.streamed is not None:
+            return 1
+        return max((c.weight for c in self.cases), default=1)
 
     def per_pass(self, repeat: int) -> int:
         """Tasks in one pass over the suite: each case weight × ``repeat`` times."""
+        if self.streamed is not None:
+            return len(self.cases) * repeat
         return sum(c.weight for c in self.cases) * repeat
 
     @property
@@ -449,20 +596,39 @@ def _prompt_case(
 
 def synthetic_suite(spec: str) -> Suite:
     """The suite of ``perfbench run --synthetic SPEC``: the prompts of a synthetic spec
-    (``key=value,…``; see ``perfbench.sources.synthetic``) as cases. A bad spec raises
-    ``SuiteError`` naming the key."""
-    from perfbench.sources import SourceError, case_ids, synthetic
+    (``key=value,…``; see ``perfbench.sources.synthetic``) as cases; more than
+    ``HELD_UP_TO`` streamed: each made as the run takes it (``Streamed``). A bad spec
+    raises ``SuiteError`` naming the key; the first case is made here, so a spec no prompt
+    can be made of is refused before the run, as is anything else the first case shows."""
+    from perfbench.sources import case_ids, synthetic
 
     parsed = synthetic.parse(spec)
-    flag = Path(synthetic.FLAG)
     ids = case_ids(parsed.id_prefix, parsed.n)
+    timeout = Case.model_fields["timeout_s"].default
+    cases = Streamed(ids, functools.partial(_synthetic_cases, parsed), timeout)
+    _ = cases[0]
+    return Suite("synthetic", _held(cases), dict.fromkeys(ids, synthetic.FLAG))
+
+
+def _held(cases: Streamed) -> Sequence[Case]:
+    """A generated suite's cases as the run takes them: made now when they are few
+    (``HELD_UP_TO``), streamed otherwise."""
+    return tuple(cases) if len(cases) <= HELD_UP_TO else cases
+
+
+def _synthetic_cases(parsed: synthetic.Spec) -> Iterator[Case]:
+    """A synthetic spec's cases in order, made one at a time."""
+    from perfbench.sources import SourceError, case_ids, synthetic
+
+    flag = Path(synthetic.FLAG)
     try:
-        cases = tuple(_alike(ids, synthetic.stream(parsed), (flag, None)))
+        yield from _alike(
+            case_ids(parsed.id_prefix, parsed.n), synthetic.stream(parsed), (flag, None)
+        )
     except SourceError as exc:
         raise SuiteError([_source_problem(exc, flag, None, ())]) from exc
     except CaseError as exc:
         raise SuiteError(exc.problems) from exc
-    return Suite("synthetic", cases, dict.fromkeys((c.id for c in cases), synthetic.FLAG))
 
 
 def _alike(
@@ -508,7 +674,7 @@ def trace_suite(path: Path) -> Suite:
     so the replay's n-th arrival runs the n-th case. A trace without lengths, or a line
     without one, raises ``SuiteError`` naming the file (and line)."""
     from perfbench.load import trace as trace_file
-    from perfbench.sources import SourceError, case_ids
+    from perfbench.sources import case_ids
     from perfbench.sources import trace as shapes
 
     arrivals = trace_file.arrivals(path)  # a TraceError names the file and line itself
@@ -518,19 +684,32 @@ def trace_suite(path: Path) -> Suite:
             "trace with input_length (and output_length) on each line"
         )
         raise SuiteError([Problem(path, None, "", message)])
+    missing = next((a for a in arrivals if a.input_length is None), None)
+    if missing is not None:  # found now, not when the run reaches that line
+        message = "is missing: a trace that shapes its requests gives every line one"
+        raise SuiteError([Problem(path, missing.line, "input_length", message)])
+    ids = case_ids(shapes.ID_PREFIX, len(arrivals))
+    timeout = Case.model_fields["timeout_s"].default
+    cases = Streamed(ids, functools.partial(_trace_cases, path, arrivals), timeout)
+    _ = cases[0]  # a prompt made here: what the first case shows is refused before the run
+    sources = {i: f"{path}:{a.line}" for i, a in zip(ids, arrivals, strict=True)}
+    return Suite(f"trace-{path.stem}", _held(cases), sources)
+
+
+def _trace_cases(path: Path, arrivals: Sequence[Arrival]) -> Iterator[Case]:
+    """A shaped trace's cases in arrival order, made one at a time."""
+    from perfbench.sources import SourceError, case_ids
+    from perfbench.sources import trace as shapes
+
     ids = case_ids(shapes.ID_PREFIX, len(arrivals))
     made = shapes.stream(arrivals, path)  # a prompt made as its case is
     try:
-        cases = tuple(
-            _prompt_case(i, p, {}, (path, a.line))
-            for i, p, a in zip(ids, made, arrivals, strict=True)
-        )
+        for i, p, a in zip(ids, made, arrivals, strict=True):
+            yield _prompt_case(i, p, {}, (path, a.line))
     except SourceError as exc:
         raise SuiteError([_source_problem(exc, path, None, ())]) from exc
     except CaseError as exc:
         raise SuiteError(exc.problems) from exc
-    sources = {c.id: f"{path}:{a.line}" for c, a in zip(cases, arrivals, strict=True)}
-    return Suite(f"trace-{path.stem}", cases, sources)
 
 
 def _check_defaults(defaults: dict[str, Any], doc: yamlfile.Located) -> None:

@@ -128,7 +128,7 @@ def check_suite(api: object, suite: Suite) -> None:
     refuse: Callable[[Case], None] | None = getattr(api, "refuse", None)
     if refuse is None:
         return
-    for case in suite.cases:
+    for case in suite.checked():
         refuse(case)
 
 

@@ -53,7 +53,7 @@ class Resume:
         cancelled line stays only if the server answered it with 429s or retries, which the
         interrupt must not erase (a level resumed after its tasks were stopped in backoff
         showed 0.00 429s a task, 0.25 whole)."""
-        cases = [c.id for c in suite.cases]
+        cases = list(suite.ids())
         counts = _pass_counts(run_dir, cases, plan)
         passes = _pass_filter(counts, suite, plan) if counts is not None else None
         found = _Found(TaskSet(cases))

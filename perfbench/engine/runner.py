@@ -9,6 +9,7 @@ flight, records it as ``cancelled`` and ends the run as interrupted.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Awaitable, Callable, Collection, Iterator
@@ -89,7 +90,6 @@ class Runner:
         # process) the parent's, through ``refusals``.
         adaptive = isinstance(plan.load, Adaptive)
         self._refusals = (refusals if follower else self._refused) if adaptive else None
-        self._places = {case.id: k for k, case in enumerate(suite.cases)}
         self.concurrency = self.share.split(plan.concurrency)
         self.in_flight = 0
         self._scope: anyio.CancelScope | None = None  # made inside the event loop, by run()
@@ -140,16 +140,21 @@ class Runner:
             self.collector.restore()
         return Outcome(self._stopped, self.t0, self.clock())
 
+    @functools.cached_property
+    def _places(self) -> dict[str, int]:
+        """Each case's place in the suite (what deals tasks to worker processes); made when
+        first asked for, from the ids: a streamed suite's cases are not made for it."""
+        return {case_id: k for k, case_id in enumerate(self.suite.ids())}
+
     def _per_case(self) -> int:
         """The most tasks of one case a pass can give this process's statistics."""
-        plan = self.plan
+        plan, suite = self.plan, self.suite
         if isinstance(plan.load, Rate):
-            cases = max(1, len(self.suite.cases))
-            heaviest = max((c.weight for c in self.suite.cases), default=1)
-            return math.ceil(plan.load.count(self.suite.per_pass(plan.repeat)) / cases) * heaviest
+            cases = max(1, len(suite.cases))
+            return math.ceil(plan.load.count(suite.per_pass(plan.repeat)) / cases) * suite.heaviest
         if plan.pass_seconds("measured") is not None:
             return histogram.EXACT + 1  # as many as the time allows: perhaps past it
-        return plan.repeat * max((c.weight for c in self.suite.cases), default=1)
+        return plan.repeat * suite.heaviest
 
     async def _passes(self) -> None:
         assert self.monitor is not None
@@ -195,7 +200,7 @@ class Runner:
 
     async def _closed_loop(
         self,
-        todo: list[tuple[Case, int]],
+        todo: Todo,
         phase: Phase,
         index: int,
         base: float | None,
@@ -291,7 +296,7 @@ class Runner:
         step = ramp / max(1, self.plan.concurrency)
         return [begin + offset for offset in self.share.slot_offsets(slots, step)]
 
-    def todo(self, phase: Phase, index: int) -> list[tuple[Case, int]]:
+    def todo(self, phase: Phase, index: int) -> Todo:
         return todo(self.suite, self.plan, self.resume.done, phase, index)
 
     def _mine(self, n: int) -> Callable[[Case, int], bool]:
@@ -308,7 +313,7 @@ class Runner:
     async def _open_loop(
         self,
         rate: Rate,
-        todo: list[tuple[Case, int]],
+        todo: Todo,
         phase: Phase,
         index: int,
         base: float | None = None,
@@ -327,12 +332,14 @@ class Runner:
         at, workers = self.share.index, self.share.count
         cap = None if rate.max_in_flight is None else max(1, self.share.split(rate.max_in_flight))
         async with anyio.create_task_group() as tg:
-            arrivals = zip(itertools.cycle(todo), offsets, strict=False)
-            for (case, _), offset in arrivals:
+            # Read again each round (not itertools.cycle, which keeps a copy of every task):
+            # a streamed suite's cases are made again, never all held.
+            again = itertools.chain.from_iterable(itertools.repeat(todo))
+            for (case, _), offset in zip(again, offsets, strict=False):
                 iteration = seen[case.id] = seen.get(case.id, -1) + 1
                 # Another worker's arrival (every worker numbers them all the same); dealt by
                 # case + iteration as in a closed loop, so each worker's cases change per round.
-                if (self._places[case.id] + iteration) % workers != at:
+                if workers > 1 and (self._places[case.id] + iteration) % workers != at:
                     continue
                 intended = base + offset
                 await sleep_until(self.clock, intended)
@@ -480,19 +487,41 @@ class Runner:
             await anyio.lowlevel.checkpoint()
 
 
-def todo(
-    suite: Suite, plan: Plan, skip: Collection[TaskKey], phase: Phase, index: int
-) -> list[tuple[Case, int]]:
+@dataclass(frozen=True)
+class Todo:
     """A pass's tasks (every worker's), less those a resumed run already has: round by round
     (each case once, then each again), so the mix in flight stays the suite's all through the
-    pass, and a pass cut short has measured every case, not the first few."""
-    rounds = plan.repeat * max((c.weight for c in suite.cases), default=1)
-    return [
-        (c, i)
-        for i in range(rounds)
-        for c in suite.cases
-        if i < c.weight * plan.repeat and (phase, index, c.id, i) not in skip
-    ]
+    pass, and a pass cut short has measured every case, not the first few. Made as they are
+    read, and read again from the start each time: a streamed suite's first task goes out
+    before its last case is made, and no list of 10^5 tasks is held."""
+
+    suite: Suite
+    plan: Plan
+    skip: Collection[TaskKey]
+    phase: Phase
+    index: int
+
+    def __iter__(self) -> Iterator[tuple[Case, int]]:
+        repeat, skip, phase, index = self.plan.repeat, self.skip, self.phase, self.index
+        for i in range(repeat * self.suite.heaviest):
+            for c in self.suite.cases:
+                if i < c.weight * repeat and (phase, index, c.id, i) not in skip:
+                    yield c, i
+
+    def __len__(self) -> int:
+        """A streamed suite's counted without making a case: the pass's tasks less those a
+        resumed run has (of the same digest: its keys are the suite's, each case's
+        iterations below ``repeat``); a suite held, by reading it."""
+        if self.suite.streamed is None:
+            return sum(1 for _ in self)
+        repeat, phase, index = self.plan.repeat, self.phase, self.index
+        done = sum(1 for p, i, _, k in self.skip if p == phase and i == index and k < repeat)
+        return self.suite.per_pass(repeat) - done
+
+
+def todo(suite: Suite, plan: Plan, skip: Collection[TaskKey], phase: Phase, index: int) -> Todo:
+    """A pass's tasks (``Todo``)."""
+    return Todo(suite, plan, skip, phase, index)
 
 
 def pass_size(plan: Plan, todo: int) -> int:

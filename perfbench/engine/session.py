@@ -40,9 +40,10 @@ from perfbench.store.documents import (
     Prices,
     SpecDoc,
     SuiteCase,
+    SuiteInfo,
 )
 from perfbench.store.recorder import Recorder
-from perfbench.suite import Case, Suite
+from perfbench.suite import Brief, Suite
 from perfbench.targets import Target, open_target
 from perfbench.targets.registry import path_kind
 from perfbench.version import __version__
@@ -86,8 +87,7 @@ class Session:
         self.target = target if target is not None else spec.build_target(server_url)
         self.target.check(self.suite)  # a suite it cannot run is refused before anything runs
         self.run_dir = run_dir  # an exact directory (a sweep's level) instead of a new name
-        timeouts = {c.id: c.timeout_s for c in self.suite.cases}
-        self.summarizer = Summarizer(timeouts, spec.objectives())
+        self.summarizer = Summarizer(self.suite.timeouts(), spec.objectives())
         self.pricer = pricer if pricer is not None else spec.pricer()
         self.price_ref = self.target.price_ref
         watch = [self.observer.sample] if self.observer.wants_samples() else []
@@ -219,6 +219,8 @@ class Session:
             if aimd is not None:
                 summary["adaptive"] = aimd.reading()
             meta["status"] = status
+            if self.suite.streamed is not None:  # a failed run's cases are not made for it
+                meta["suite"] = self._suite_doc(ended=status == "completed")
             if isinstance(self.engine, Fleet):
                 self.stopped_by = self.stopped_by or self.engine.lost
                 if self.engine.nodes:
@@ -272,7 +274,9 @@ class Session:
         rest."""
         store.remove_strays(run_dir)  # temp files of a process killed while writing one
         meta = store.recorded_meta(run_dir)
-        if meta["suite"]["digest"] != self.suite.digest:
+        # "": a streamed suite's run stopped before its digest was known; its spec, which
+        # this run takes up, makes the same cases.
+        if meta["suite"]["digest"] not in ("", self.suite.digest):
             raise StoreError(
                 f"{run_dir} was measured with another version of the suite (digest "
                 f"{meta['suite']['digest'][:12]}, now {self.suite.digest[:12]}); start a new run"
@@ -325,6 +329,18 @@ class Session:
         with suppress(OSError):
             run_dir.rmdir()  # empty once the lock is gone; anything else in it stays
 
+    def _suite_doc(self, *, ended: bool) -> SuiteInfo:
+        """meta.json's suite. A streamed suite's digest and case list are known once its
+        cases have all been made: "" and those made so far as the run starts (none) and in a
+        run that ended otherwise before then (``ended`` False), filled as a completed run
+        ends; made then when the run did not read them all (a ``--duration`` run's)."""
+        suite, streamed = self.suite, self.suite.streamed
+        if streamed is not None and not ended and streamed.digest is None:
+            cases = [_case_doc(brief) for brief in streamed.partial]  # those made so far
+            return {"name": suite.name, "digest": "", "cases": cases}
+        cases = [_case_doc(brief) for brief in suite.briefs()]
+        return {"name": suite.name, "digest": suite.digest, "cases": cases}
+
     def _meta(self, run_dir: Path | None, started: datetime) -> Meta:
         meta: Meta = {
             "schema": SCHEMA,
@@ -335,11 +351,7 @@ class Session:
             "started_at": started.isoformat(timespec="seconds"),
             "finished_at": None,
             "duration_s": None,
-            "suite": {
-                "name": self.suite.name,
-                "digest": self.suite.digest,
-                "cases": [_case_doc(c) for c in self.suite.cases],
-            },
+            "suite": self._suite_doc(ended=False),
             "target": self.target.name,
             "load": _load(self.plan),
             "plan": _plan_doc(self.plan),
@@ -362,12 +374,12 @@ class Session:
         return meta
 
 
-def _case_doc(case: Case) -> SuiteCase:
+def _case_doc(case: Brief) -> SuiteCase:
     doc: SuiteCase = {
         "id": case.id,
         "language": case.language,
         "tags": case.tags,
-        "tools": len(case.expect.tool_calls) or len(case.tools),
+        "tools": case.tools,
         "timeout_s": case.timeout_s,
     }
     if case.output_tokens:  # a generated workload's asked output length (advice checks it)

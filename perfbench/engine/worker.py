@@ -212,7 +212,7 @@ async def _work(start: Start, link: _Link) -> None:
     connections = plan.connections()  # 0 (no limit) stays 0
     mine = max(1, share.split(connections)) if connections else 0
     target = resolve(start.spec.target, Sizing(mine, plan.seed, start.server_url))
-    summarizer = Summarizer({c.id: c.timeout_s for c in suite.cases}, start.spec.objectives())
+    summarizer = Summarizer(suite.timeouts(), start.spec.objectives())
 
     simulated = target.simulated
 

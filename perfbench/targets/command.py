@@ -93,7 +93,7 @@ class CommandTarget(Target):
 
     def check(self, suite: Suite) -> None:
         self._host.suite = suite
-        for case in suite.cases:
+        for case in suite.checked():
             if case.turns is not None:
                 raise TargetError(
                     f"case {case.id} has turns: a cmd: agent gets one input on stdin; run "
