@@ -385,7 +385,7 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
 
 
 def _refuse_run_files(run: Run, path: Path) -> None:
-    own = {(run.path / name).resolve() for name in (store.META, store.SAMPLES, store.SUMMARY)}
+    own = {(run.path / name).resolve() for name in store.OWN_FILES}
     if path.resolve() in own:
         raise StoreError(f"{path} is one of the run's own files; choose another --out")
 
