@@ -74,29 +74,40 @@ def attach(summary: dict[str, Any], run_dir: Path) -> None:
 
 
 class _Lines:
-    """cases.jsonl's lines by case: an offset each, a line parsed (and checked) when read."""
+    """cases.jsonl's lines by case: an offset each, a line parsed (and checked) when read.
+    The file is indexed when a case is first asked for: a reader of the run's figures alone
+    (`history`, whose branch keeps meta.json and summary.json only) never needs it."""
 
-    __slots__ = ("_checked_ids", "_last", "_offsets", "path")
+    __slots__ = ("_checked_ids", "_found", "_last", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._offsets: dict[str, int] = {}
+        self._found: dict[str, int] | None = None  # case -> offset, once indexed
         self._last: tuple[str, dict[str, Any]] | None = None  # ``items()`` reads each twice
         # A line is checked the first time it is read (~2 ms; parsing it ~50 µs): a reader
         # reads a case several times (the slowest, then its rows), and 10^5 ids are ~6 MB.
         self._checked_ids: set[str] = set()
+
+    @property
+    def _offsets(self) -> dict[str, int]:
+        if self._found is None:
+            self._found = self._index()
+        return self._found
+
+    def _index(self) -> dict[str, int]:
+        offsets: dict[str, int] = {}
         try:
-            with path.open("rb") as fh:
+            with self.path.open("rb") as fh:
                 offset = 0
                 for number, line in enumerate(fh, 1):
-                    self._offsets[self._id(line, number)] = offset
+                    offsets[self._id(line, number)] = offset
                     offset += len(line)
         except FileNotFoundError:
-            raise StoreError(
-                f"{path} does not exist (summary.json's cases are there); {_FIX}"
-            ) from None
+            what = "does not exist (summary.json's cases are there)"
+            raise StoreError(f"{self.path} {what}; {_FIX}") from None
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from exc
+        return offsets
 
     def _id(self, line: bytes, number: int) -> str:
         """The line's case, from its first key as written; else the whole line parsed and
@@ -160,7 +171,7 @@ class _Figures(Mapping[str, Any]):
 
     def __init__(self, found: _Lines, run: int | None) -> None:
         self._lines, self._run = found, run
-        self._len: int | None = None if run is not None else len(found)
+        self._len: int | None = None
 
     def _of(self, doc: dict[str, Any]) -> Any:
         if self._run is None:
@@ -186,7 +197,7 @@ class _Figures(Mapping[str, Any]):
 
     def __len__(self) -> int:
         if self._len is None:
-            self._len = sum(1 for _ in self)
+            self._len = len(self._lines) if self._run is None else sum(1 for _ in self)
         return self._len
 
     def __repr__(self) -> str:
