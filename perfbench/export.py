@@ -1,10 +1,12 @@
 """A finished (or interrupted) run directory as pandas frames, and samples written out as CSV,
 Parquet or JSON Lines for notebooks and other tools.
 
-``load_run`` reads meta.json and summary.json; ``Run.samples`` and ``Run.steps`` read
-samples.jsonl on each call (through ``store.read_samples``, so a torn last line is skipped).
-Rows are gathered in chunks of typed columns rather than as a list of ``Sample`` objects, so a
-million samples cost the frame's memory plus one chunk of Python objects, not a million objects.
+``load_run`` reads meta.json; summary.json is read when first asked for (``Run.summary``), so
+an export never parses it (a 10^4-case summary.json is ~360 MB of text, 1.1 GB parsed);
+``Run.samples`` and ``Run.steps`` read samples.jsonl on each call (through
+``store.read_samples``, so a torn last line is skipped). Rows are gathered in chunks of typed
+columns rather than as a list of ``Sample`` objects, so a million samples cost the frame's
+memory plus one chunk of Python objects, not a million objects.
 ``export`` writes chunk by chunk (a Parquet row group each) and never holds the whole frame: an
 export of 10^6 samples took 830 MB as one frame.
 
@@ -14,6 +16,7 @@ The only I/O is in ``load_run``, the two frame readers and ``export``; the rest 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import itertools
 import os
@@ -122,11 +125,16 @@ class Run:
     """One run directory: its meta.json, and its summary.json unless the run never finished.
 
     ``meta`` and ``summary`` are left out of the repr: summary.json holds encoded histograms
-    that would flood a notebook cell."""
+    that would flood a notebook cell. ``summary`` is read on first use and kept."""
 
     path: Path
     meta: dict[str, Any] = field(repr=False)
-    summary: dict[str, Any] | None = field(repr=False)
+
+    @functools.cached_property
+    def summary(self) -> dict[str, Any] | None:
+        """summary.json, or None when the run never finished (read once, when first asked)."""
+        path = self.path / store.SUMMARY
+        return store.read_json(path) if path.is_file() else None
 
     def samples(self, phase: PhaseFilter = "measured") -> pd.DataFrame:
         """One row per task of ``phase`` ("measured", "warmup" or "all"), flat columns
@@ -190,9 +198,7 @@ def load_run(path: str | Path) -> Run:
     if not (run_dir / store.META).is_file():
         raise StoreError(f"{run_dir} is not a run directory (no {store.META})")
     meta: dict[str, Any] = store.read_json(run_dir / store.META)
-    summary_path = run_dir / store.SUMMARY
-    summary = store.read_json(summary_path) if summary_path.is_file() else None
-    return Run(run_dir, meta, summary)
+    return Run(run_dir, meta)
 
 
 def default_path(run: Run, fmt: Format, phase: PhaseFilter = "measured") -> Path:
@@ -379,7 +385,7 @@ def _check(value: str, allowed: tuple[str, ...], what: str) -> None:
 
 
 def _refuse_run_files(run: Run, path: Path) -> None:
-    own = {(run.path / name).resolve() for name in (store.META, store.SAMPLES, store.SUMMARY)}
+    own = {(run.path / name).resolve() for name in store.OWN_FILES}
     if path.resolve() in own:
         raise StoreError(f"{path} is one of the run's own files; choose another --out")
 

@@ -82,7 +82,7 @@ def write(run_dir: Path, meta: dict[str, Any], out: Path | None, phase: str) -> 
 
     stem = "otlp" if phase == "measured" else f"otlp-{phase}"
     path = out if out is not None else run_dir / f"{stem}.jsonl"
-    own = {(run_dir / name).resolve() for name in (store.META, store.SAMPLES, store.SUMMARY)}
+    own = {(run_dir / name).resolve() for name in store.OWN_FILES}
     if path.resolve() in own:
         raise StoreError(f"{path} is one of the run's own files; choose another --out")
     otel.write_json(run_dir, meta, path, phase)

@@ -19,9 +19,10 @@ from perfbench.load import trace as trace_file
 from perfbench.sources import trace as trace_shapes
 from perfbench.spec import SYNTHETIC, TRACE, Plan, RunSpec, TargetSpec
 from perfbench.stats import goodput
+from perfbench.store.cases import CASES
 from perfbench.store.files import META, SAMPLES, SERVER_METRICS, SUMMARY
 
-RUN_DOCUMENTS = (META, SAMPLES, SUMMARY, SERVER_METRICS)  # what a run directory holds
+RUN_DOCUMENTS = (META, SAMPLES, SUMMARY, CASES, SERVER_METRICS)  # what a run directory holds
 
 
 def objectives(text: str | None) -> str | None:

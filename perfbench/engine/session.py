@@ -408,7 +408,7 @@ def _record_end(run_dir: Path, summary: Summary, meta: Meta, raising: bool) -> N
     when the disk is full, so that seldom happens."""
     reserve = store.Reserve(run_dir)
     with suppress(StoreError):
-        store.write_json(run_dir / store.SUMMARY, summary)
+        store.write_summary(run_dir, summary)
     try:
         try:
             store.write_json(run_dir / store.META, meta)

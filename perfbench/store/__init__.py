@@ -4,6 +4,7 @@ runs/<UTC time>_<suite>_<target>[_<label>]/
     meta.json      the run's spec, status, timings and headline; replaced atomically
     samples.jsonl  one Sample a line, appended and flushed as each task ends
     summary.json   statistics with encoded HDR histograms (written when the run ends)
+    cases.jsonl    a run of more than 1,000 cases: its per-case figures, a line a case
     server_metrics.jsonl   run --server-metrics only: the server's Prometheus page, a scrape a line
 
 This module names, lists, finds and reads run directories; ``files`` writes their documents,
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
+from perfbench.store.cases import CASES
 from perfbench.store.documents import Meta, Owner
 from perfbench.store.files import (
     META,
@@ -39,6 +41,7 @@ from perfbench.store.files import (
     remove_strays,
     rewrite_samples,
     write_json,
+    write_summary,
 )
 from perfbench.store.lock import Lock, lock
 from perfbench.store.tasks import TaskKey, TaskSet
@@ -46,8 +49,12 @@ from perfbench.store.tasks import TaskKey, TaskSet
 if TYPE_CHECKING:
     from perfbench.stats.summary import Summary
 
+OWN_FILES = (META, SAMPLES, SUMMARY, CASES)  # what an export never writes over
+
 __all__ = [
+    "CASES",
     "META",
+    "OWN_FILES",
     "SAMPLES",
     "SERVER_METRICS",
     "SUMMARY",
@@ -77,6 +84,7 @@ __all__ = [
     "scan_runs",
     "status",
     "write_json",
+    "write_summary",
 ]
 
 

@@ -283,20 +283,33 @@ _METRICS = Obj(
 )
 _SCOPES = {scope: MapOf(_METRICS) for scope in ("cases", "languages", "tags")}
 _SPREAD = MapOf(Obj({"median": NUMBER, "min": NUMBER, "max": NUMBER}, {"n": INT}))
-SUMMARY = Obj(
-    {
-        "runs": ListOf(Obj({"run": INT, "window": NUMBER, "overall": _METRICS}, _SCOPES)),
-        "across_runs": Obj(
-            {"overall": _SPREAD, "cases": MapOf(_SPREAD), "languages": MapOf(_SPREAD)},
-            {"runs": INT, "tags": MapOf(_SPREAD)},
-        ),
-        "pooled": Obj({"overall": _METRICS, **_SCOPES}, {"window": Maybe(NUMBER)}),
-    },
-    {
-        "schema": INT,
-        "warmup_tasks": INT,
-        "histograms": MapOf(HISTOGRAM),
-        "client": Obj({}, {"headroom": Maybe(Obj({}))}),
-        "adaptive": Obj({"history": ListOf(JSON)}),
-    },
-)
+
+
+def _summary(cases: bool) -> Obj:
+    """summary.json's shape: with each scope's cases (schema 1), or without them (schema 2:
+    they are in cases.jsonl, ``CASE_LINE``)."""
+    scopes = _SCOPES if cases else {k: v for k, v in _SCOPES.items() if k != "cases"}
+    across = {"overall": _SPREAD, "languages": MapOf(_SPREAD)}
+    return Obj(
+        {
+            "runs": ListOf(Obj({"run": INT, "window": NUMBER, "overall": _METRICS}, scopes)),
+            "across_runs": Obj(
+                {**across, "cases": MapOf(_SPREAD)} if cases else across,
+                {"runs": INT, "tags": MapOf(_SPREAD)},
+            ),
+            "pooled": Obj({"overall": _METRICS, **scopes}, {"window": Maybe(NUMBER)}),
+        },
+        {
+            "schema": INT,
+            "warmup_tasks": INT,
+            "histograms": MapOf(HISTOGRAM),
+            "client": Obj({}, {"headroom": Maybe(Obj({}))}),
+            "adaptive": Obj({"history": ListOf(JSON)}),
+        },
+    )
+
+
+SUMMARY, SUMMARY_WITHOUT_CASES = _summary(cases=True), _summary(cases=False)
+# A line of cases.jsonl (store/cases.py): a case's figures in each run (null where it has
+# none) and pooled.
+CASE_LINE = Obj({"id": TEXT, "runs": ListOf(Maybe(_METRICS)), "pooled": _METRICS})

@@ -9,7 +9,6 @@ and raises a ``StoreError`` that keeps the cause (``No space left on device``)."
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -25,7 +24,7 @@ import orjson
 from perfbench.errors import StoreError
 from perfbench.sample import Sample
 from perfbench.stats.server_metrics import Scrape
-from perfbench.store import checks, documents
+from perfbench.store import cases, checks, documents
 
 META = "meta.json"
 SAMPLES = "samples.jsonl"
@@ -40,7 +39,7 @@ PLAN_FILE = "sweep-plan.json"
 _SHAPES: dict[str, tuple[Callable[[Any], None], str]] = {
     META: (documents.check_meta, "restore meta.json from a copy, or remove the run directory"),
     SUMMARY: (
-        functools.partial(checks.check, shape=checks.SUMMARY),
+        lambda doc: _check_summary(doc),
         "summary.json is derived from samples.jsonl: delete it and perfbench recomputes it",
     ),
     PLAN_FILE: (documents.check_sweep, "restore it from a copy, or start the sweep anew"),
@@ -223,7 +222,28 @@ def read_json(path: Path) -> Any:
             known[0](doc)
         except checks.Damage as exc:
             raise StoreError(f"{path}: {exc}; {known[1]}") from None
+    if path.name == SUMMARY and doc.get("schema") == cases.SCHEMA:
+        cases.attach(doc, path.parent)
     return doc
+
+
+def _check_summary(doc: Any) -> None:
+    many = isinstance(doc, dict) and doc.get("schema") == cases.SCHEMA
+    checks.check(doc, checks.SUMMARY_WITHOUT_CASES if many else checks.SUMMARY)
+
+
+def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> None:
+    """summary.json, and for a run of many cases cases.jsonl first (``store.cases``): a
+    summary.json that says its cases are there is never written before them."""
+    if not cases.many(summary):
+        write_json(run_dir / SUMMARY, summary)
+        return
+
+    def write(fh: IO[bytes]) -> None:
+        fh.writelines(cases.lines(summary))
+
+    _replace(run_dir / cases.CASES, write)
+    write_json(run_dir / SUMMARY, cases.without_cases(summary))
 
 
 def _fix(path: Path) -> str:

@@ -11,7 +11,11 @@ measures with `/usr/bin/time -f %M`, each command in its own process:
 Issue 38's target: each ≤ 300 MB at 10^6 samples. Needs ~3 GB of free disk in the temp dir
 (samples.jsonl is ~1 GB a copy); everything is deleted at the end.
 
-Usage: python tests/bench/reader_memory.py [TASKS]
+With ``--cases N`` it measures instead a run of N one-task cases (`run --synthetic
+"input=64,output=16,n=N" -t mock:zero --runs 1`): there it is summary.json that grows, ~36 KB
+of text a case (365 MB at 10^4), read by `show`, `compare` and `report`.
+
+Usage: python tests/bench/reader_memory.py [TASKS] | --cases N
 """
 
 from __future__ import annotations
@@ -57,7 +61,32 @@ def interrupted_copy(run: Path, to: Path, keep: float = 0.95) -> Path:
     return to
 
 
+def many_cases(cases: int) -> None:
+    """The readers of a run of ``cases`` one-task cases, whose summary.json is the large file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        made = perfbench(
+            "run", "--synthetic", f"input=64,output=16,n={cases}", "-t", "mock:zero", "--runs",
+            "1", "--warmup", "0", "-q", "--out", str(root / "runs"),
+        )  # fmt: skip
+        run = next((root / "runs").iterdir())
+        size = (run / "summary.json").stat().st_size / 2**20
+        print(f"run of {cases:,} cases (summary.json {size:,.0f} MiB): {made[0]:.0f} MB, "
+              f"{made[1]:.0f} s")  # fmt: skip
+        rows = [
+            ("show", perfbench("show", str(run))),
+            ("compare", perfbench("compare", str(run), str(run))),
+            ("report", perfbench("report", str(run), "-o", str(root / "report"))),
+            ("export --format parquet", perfbench("export", str(run), "-f", "parquet")),
+        ]
+        for name, (rss, wall) in rows:
+            print(f"{name:32} peak RSS {rss:6.0f} MB  wall {wall:6.1f} s")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--cases"]:
+        many_cases(int(sys.argv[2]))
+        return
     tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     repeat = max(1, tasks // RUNS // 4)  # cases/answer.yaml has 4 cases
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -118,3 +119,30 @@ def test_export_writes_in_bounded_memory(
         export.export(export.load_run(run_dir), fmt, run_dir / f"out.{fmt}")
 
     assert _growth(tmp_path, suite, write, (300, 1_500)) < GROWTH
+
+
+def _with_cases(run_dir: Path, copies: int) -> None:
+    """Give ``run_dir`` the summary.json its samples make, each case's figures copied under
+    ``copies`` more ids: a summary.json as large as a many-case run's (~36 KB of text a case)."""
+    meta = orjson.loads((run_dir / store.META).read_bytes())
+    summary: dict[str, Any] = dict(store.read_summary(run_dir, meta))
+    for scope in (*summary["runs"], summary["pooled"], summary["across_runs"]):
+        first = next(iter(scope["cases"].values()))
+        scope["cases"] = {**scope["cases"], **{f"copy-{i:05}": first for i in range(copies)}}
+    store.write_json(run_dir / store.SUMMARY, summary)
+
+
+def test_export_does_not_read_the_summary(tmp_path: Path, suite: Suite) -> None:
+    """`export` of a 10^4-case run parsed its ~360 MB summary.json (1.2 GB RSS) to write the
+    samples it does not need: 10x the cases in summary.json, the same peak."""
+    for name, copies in (("small", 20), ("large", 200)):
+        _with_cases(_run_dir(tmp_path / name, suite, 200), copies)
+
+    def write(run_dir: Path) -> None:
+        export.export(export.load_run(run_dir), "json", run_dir / "out.json")
+
+    write(tmp_path / "small")  # imports and caches first, so neither peak counts them
+    large, small = (_peak(lambda d=tmp_path / n: write(d)) for n in ("large", "small"))
+    assert large / small < GROWTH
+    run = export.load_run(tmp_path / "large")  # still there when asked for
+    assert run.summary is not None and "copy-00199" in run.summary["pooled"]["cases"]
