@@ -13,7 +13,7 @@ import pytest
 
 from perfbench.report.format import TITLES
 from perfbench.stats.power import tasks_for
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, invoke
 
 STEADY = """
 name: steady
@@ -57,7 +57,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     common = ["-t", f"mock:{profile}", "--warmup", "0", "--out", str(out), "-q", "--details"]
     closed, opened = ["--runs", "3", "--repeat", "2"], ["--runs", "1", "--rate", "40"]
     for label, extra in (("a1", closed), ("a2", closed), ("open", [*opened, "--duration", "0.5"])):
-        done = cli("run", str(CASES / "answer.yaml"), *common, *extra, "--label", label, env=WIDE)
+        args = [str(CASES / "answer.yaml"), *common, *extra, "--label", label]
+        done = invoke("run", *args, env=WIDE)
         assert done.returncode == 0, done.stderr
         said[label] = done.stdout
     return out, said
@@ -94,7 +95,7 @@ def test_the_default_screens_marks_and_headline_agree_with_its_table(
     tasks), its errors from the table's counts, and the note beside the marks."""
     root = runs[0]
     [run_dir] = [d for d in root.iterdir() if d.name.endswith("_a1")]
-    done = cli("show", str(run_dir), env=WIDE)
+    done = invoke("show", str(run_dir), env=WIDE)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if re.match(r"\s*case\s+lang\s+ok/tasks", line))
@@ -138,7 +139,7 @@ def test_an_open_loops_offered_and_achieved_agree_with_its_headline(
 def test_a_compares_changes_and_verdict_agree_with_its_medians(
     runs: tuple[Path, dict[str, str]],
 ) -> None:
-    done = cli("compare", "a1", "a2", "--root", str(runs[0]), env=WIDE)
+    done = invoke("compare", "a1", "a2", "--root", str(runs[0]), env=WIDE)
     text = done.stdout
     rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
     checked = 0
@@ -165,9 +166,9 @@ def test_a_compares_changes_and_verdict_agree_with_its_medians(
 def test_a_sweeps_findings_agree_with_its_table(tmp_path: Path) -> None:
     profile = tmp_path / "limited.yaml"
     profile.write_text(LIMITED)
-    done = cli("sweep", str(CASES / "answer.yaml"), "-t", f"mock:{profile}", "-c", "1,2,4",
-               "--runs", "1", "--warmup", "0", "--repeat", "8", "--out", str(tmp_path / "s"),
-               "-q", env=WIDE)  # fmt: skip
+    done = invoke("sweep", str(CASES / "answer.yaml"), "-t", f"mock:{profile}", "-c", "1,2,4",
+                  "--runs", "1", "--warmup", "0", "--repeat", "8", "--out", str(tmp_path / "s"),
+                  "-q", env=WIDE)  # fmt: skip
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
     table = {

@@ -31,21 +31,30 @@ def report(runs: Path, out: Path, *args: str) -> str:
     return (out / "report.md").read_text()
 
 
-def test_report_of_two_runs_renders_markdown_and_charts(runs: Path, tmp_path: Path) -> None:
-    text = report(runs, tmp_path / "r", "v1", "v2", "--baseline", "v1")
+@pytest.fixture(scope="module")
+def rendered(runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of v1 and v2, rendered once for the tests that only read it (a render
+    draws its charts: seconds on a busy machine)."""
+    out = tmp_path_factory.mktemp("rendered")
+    report(runs, out, "v1", "v2", "--baseline", "v1")
+    return out
+
+
+def test_report_of_two_runs_renders_markdown_and_charts(rendered: Path) -> None:
+    text = (rendered / "report.md").read_text()
     links = re.findall(r"\]\(([^)]+)\)", text)
     assert links and all(not Path(link).is_absolute() for link in links)  # relative links
     for link in links:
-        assert (tmp_path / "r" / link).is_file(), link
+        assert (rendered / link).is_file(), link
     for chart in ("latency", "cases", "throughput", "cost"):
-        png = tmp_path / "r" / f"{chart}.png"
+        png = rendered / f"{chart}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         height, width, _ = matplotlib.image.imread(png).shape
         assert height > 200 and width > 300
-        svg = ET.parse(tmp_path / "r" / f"{chart}.svg").getroot()
+        svg = ET.parse(rendered / f"{chart}.svg").getroot()
         texts = "".join(svg.itertext())
         assert "v1" in texts and "v2" in texts, chart  # both runs in every chart's legend
-    latency = (tmp_path / "r" / "latency.svg").read_text()
+    latency = (rendered / "latency.svg").read_text()
     assert 'id="line-r0"' in latency and 'id="line-r1"' in latency
     # Tables: GitHub needs a delimiter row right after each header row.
     lines = text.splitlines()
@@ -57,11 +66,11 @@ def test_report_of_two_runs_renders_markdown_and_charts(runs: Path, tmp_path: Pa
     assert "| **v1** (baseline) |" in text
 
 
-def test_report_bytes_are_deterministic(runs: Path, tmp_path: Path) -> None:
-    report(runs, tmp_path / "a", "v1", "v2")
-    report(runs, tmp_path / "b", "v1", "v2")
-    for file in sorted((tmp_path / "a").iterdir()):
-        assert file.read_bytes() == (tmp_path / "b" / file.name).read_bytes(), file.name
+def test_report_bytes_are_deterministic(runs: Path, rendered: Path, tmp_path: Path) -> None:
+    report(runs, tmp_path, "v1", "v2", "--baseline", "v1")
+    assert sorted(f.name for f in tmp_path.iterdir()) == sorted(f.name for f in rendered.iterdir())
+    for file in sorted(rendered.iterdir()):
+        assert file.read_bytes() == (tmp_path / file.name).read_bytes(), file.name
 
 
 def test_report_of_a_missing_run_is_a_clear_error(runs: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CASES, cli
+from tests.helpers import CASES, cli, invoke
 
 AGENT = Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "sleepy_agent.py"
 PROFILE = """name: fixed
@@ -89,7 +89,7 @@ def test_success_figures_in_summary_and_console(runs: dict[str, Any]) -> None:
 
 
 def test_compare_names_the_agents_own_time_as_what_moved(runs: dict[str, Any]) -> None:
-    done = cli("compare", str(runs["base"]), str(runs["slow"]), "--root", str(runs["tmp"]))
+    done = invoke("compare", str(runs["base"]), str(runs["slow"]), "--root", str(runs["tmp"]))
     said = done.stdout + done.stderr
     assert "the agent's own time" in said, said
     assert "model time" not in said.split("the agent's own time")[0].splitlines()[-1]
@@ -97,8 +97,8 @@ def test_compare_names_the_agents_own_time_as_what_moved(runs: dict[str, Any]) -
 
 def test_the_report_has_the_split_and_success_per_case(runs: dict[str, Any]) -> None:
     out = runs["tmp"] / "report"
-    done = cli("report", str(runs["base"]), str(runs["slow"]), "--root", str(runs["tmp"]),
-               "--baseline", str(runs["base"]), "--out", str(out))  # fmt: skip
+    done = invoke("report", str(runs["base"]), str(runs["slow"]), "--root", str(runs["tmp"]),
+                  "--baseline", str(runs["base"]), "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     text = (out / "report.md").read_text()
     section = text.split("## Where the time went, and success", 1)[1].split("\n## ", 1)[0]

@@ -28,3 +28,20 @@ def test_make_demo_installs_neither_ray_nor_the_dev_tools(tmp_path: Path) -> Non
     assert not any("dev" in line or "ray" in line for line in demo), demo
     test = _installs("test", tmp_path / "venv")
     assert any("-e '.[dev,ray" in line for line in test), test
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on this machine")
+def test_make_test_runs_more_workers_than_the_two_cores_unless_told(tmp_path: Path) -> None:
+    """The parallel phase waits on child processes and sockets most of the time: three
+    workers on two cores, TEST_WORKERS=2 for one a core (issue 41: make test in 10 minutes)."""
+
+    def xdist(*extra: str) -> str:
+        done = subprocess.run(
+            ["make", "-n", "-C", str(ROOT), "test", f"VENV={tmp_path / 'venv'}", *extra],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        (line,) = [line for line in done.stdout.splitlines() if " --dist " in line]
+        return line
+
+    assert " -n 3 --dist loadfile " in xdist()
+    assert " -n 2 --dist loadfile " in xdist("TEST_WORKERS=2")
