@@ -118,8 +118,9 @@ class _Group:
     reasoning: int = 0
     cost_reported: float = 0.0  # what a gateway reported, for the tasks it reported on
     reported: int = 0
-    served: dict[str, int] = field(default_factory=dict)  # model that answered → tasks
-    failures: dict[str, list[Any]] = field(default_factory=dict)  # kind → [count, example]
+    # Made at their first entry: two empty dicts were 160 B of every case.
+    served: dict[str, int] | None = None  # model that answered → tasks
+    failures: dict[str, list[Any]] | None = None  # kind → [count, example]
     tokens_estimated: bool = False
     model_calls: int = 0
     tool_calls: int = 0
@@ -141,9 +142,12 @@ class _Group:
             self.dists.add(LAG, lag)
             self.late += lag > LATE_S
         if s.status != "ok" and s.error_kind:
-            entry = self.failures.get(s.error_kind)
+            failures = self.failures
+            if failures is None:
+                failures = self.failures = {}
+            entry = failures.get(s.error_kind)
             if entry is None:
-                self.failures[s.error_kind] = [1, (s.error or "")[:200]]
+                failures[s.error_kind] = [1, (s.error or "")[:200]]
             else:
                 entry[0] += 1
         # A task stopped in its backoff (Ctrl-C) was answered 429 all the same: counted.
@@ -251,7 +255,10 @@ class _Group:
         self.cache_read += s.tokens_cache_read or 0
         self.reasoning += s.tokens_reasoning or 0
         if s.model_served:
-            self.served[s.model_served] = self.served.get(s.model_served, 0) + 1
+            served = self.served
+            if served is None:
+                served = self.served = {}
+            served[s.model_served] = served.get(s.model_served, 0) + 1
 
     def merge(self, other: _Group) -> None:
         counts = self.counts
@@ -279,11 +286,15 @@ class _Group:
         self.reasoning += other.reasoning
         self.cost_reported += other.cost_reported
         self.reported += other.reported
-        for name, n in other.served.items():
-            self.served[name] = self.served.get(name, 0) + n
-        for kind, (count, example) in other.failures.items():
-            entry = self.failures.setdefault(kind, [0, example])
-            entry[0] += count
+        if other.served:
+            served = self.served = self.served or {}
+            for name, n in other.served.items():
+                served[name] = served.get(name, 0) + n
+        if other.failures:
+            failures = self.failures = self.failures or {}
+            for kind, (count, example) in other.failures.items():
+                entry = failures.setdefault(kind, [0, example])
+                entry[0] += count
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
         self.requests += other.requests
@@ -304,7 +315,7 @@ class _Group:
             "expect_mismatch": self.expect_mismatch,
             "failures": {
                 kind: {"count": count, "example": example}
-                for kind, (count, example) in sorted(self.failures.items())
+                for kind, (count, example) in sorted((self.failures or {}).items())
             },
             "latency": self.dists.summary(LATENCY),
             "latency_all": self.dists.summary(LATENCY_ALL),
@@ -330,7 +341,7 @@ class _Group:
             "cost_reported_per_task": self.cost_reported / self.reported if self.reported else None,
             "tokens_cache_read": _per(self.cache_read, self.with_tokens),
             "tokens_reasoning": _per(self.reasoning, self.with_tokens),
-            "models_served": dict(sorted(self.served.items())),
+            "models_served": dict(sorted((self.served or {}).items())),
             "cost_per_1k_chars": 1000 * self.cost / self.input_chars
             if self.priced == tasks and self.input_chars
             else None,
