@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfbench.sample import Sample
-from perfbench.stats.histogram import Histogram
+from perfbench.stats.distributions import Distributions
 
 PARTS = ("model", "tool", "agent", "client")
 NAMES = {"model": "model time", "tool": "tool time", "agent": "the agent's own time",
@@ -109,22 +109,20 @@ def _union(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
+_LATENCY = len(_ORDER)  # the successful tasks' latency, after the parts in ``dists``
+
+
 @dataclass(slots=True)
 class Breakdown:
     """One scope's time split (over its successful tasks) and success figures."""
 
-    parts: dict[str, Histogram] = field(
-        default_factory=lambda: {k: Histogram() for k in (*PARTS, "model_sum")}
-    )
-    latency: Histogram = field(default_factory=Histogram)  # of the successful tasks
+    # The parts in ``_ORDER``, then the latency of the successful tasks: one array while a
+    # scope has one task (distributions.py).
+    dists: Distributions = field(default_factory=lambda: Distributions(_LATENCY + 1))
     tasks: int = 0
     succeeded: int = 0
     cost: float = 0.0
     priced: int = 0
-    _ordered: list[Histogram] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._ordered = [self.parts[name] for name in _ORDER]
 
     def add(self, s: Sample) -> None:
         """A finished task (not a cancelled or dropped one)."""
@@ -134,16 +132,15 @@ class Breakdown:
             self.priced += 1
         if s.status != "ok":
             return
-        for h, seconds in zip(self._ordered, split_tuple(s), strict=True):
-            h.add(seconds)
+        dists = self.dists
+        for i, seconds in enumerate(split_tuple(s)):
+            dists.add(i, seconds)
         if s.expect_ok is not False:
             self.succeeded += 1
-            self.latency.add(s.latency)
+            dists.add(_LATENCY, s.latency)
 
     def merge(self, other: Breakdown) -> None:
-        for name, h in other.parts.items():
-            self.parts[name].merge(h)
-        self.latency.merge(other.latency)
+        self.dists.merge(other.dists)
         self.tasks += other.tasks
         self.succeeded += other.succeeded
         self.cost += other.cost
@@ -153,14 +150,14 @@ class Breakdown:
         # Cost per success only when every task was priced: a partial sum would flatter it.
         priced = self.priced == self.tasks and self.priced > 0
         return {
-            "time_split": {name: h.summary() for name, h in self.parts.items()},
+            "time_split": {name: self.dists.summary(i) for i, name in enumerate(_ORDER)},
             "success": {
                 "tasks": self.succeeded,
                 "rate": self.succeeded / self.tasks if self.tasks else None,
                 "cost_per_success": self.cost / self.succeeded
                 if priced and self.succeeded
                 else None,
-                "latency": self.latency.summary(),
+                "latency": self.dists.summary(_LATENCY),
             },
         }
 

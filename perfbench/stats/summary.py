@@ -27,8 +27,8 @@ import orjson
 from perfbench.sample import STATUSES, Sample, Step
 from perfbench.stats import early_stopping
 from perfbench.stats.breakdown import Breakdown
+from perfbench.stats.distributions import Distributions
 from perfbench.stats.goodput import Slo, percentile_checks, request_figures
-from perfbench.stats.histogram import Histogram
 from perfbench.stats.timeline import Timeline
 
 SCHEMA = 1
@@ -54,30 +54,53 @@ class Summary(TypedDict, total=False):
     scenario: dict[str, Any]  # run --scenario: VALID or INVALID by its rules (stats/scenario.py)
 
 
+_STATUS = {status: i for i, status in enumerate(STATUSES)}
+# The distributions a scope keeps (``_Group.dists``), by index.
+_DISTS = (
+    "latency",  # successful tasks
+    "latency_all",  # every finished task, a failure at no less than its timeout
+    "ttft",
+    # Per streamed task, the mean gap between its token-bearing chunks (a sample keeps only
+    # that mean and the maximum, not every gap): the distribution of ITL over tasks.
+    "itl",
+    # Every gap of every streamed task, pooled (vLLM bench's ITL): from each sample's
+    # bucketed gaps (3 significant figures).
+    "itl_pooled",
+    "ttfo",  # per task: to its first content token
+    "latency_intended",  # open loop: from schedule
+    "lag",  # open loop: start − scheduled start
+    # Per model call: from its start to its request going out (a free pooled connection, a
+    # new connection's handshake). Near zero unless the client's pool or connecting held it.
+    "wait",
+    # Per model call: from its last bytes' arrival to perfbench reading them (the client's own
+    # queueing; outside the latencies, which end at the arrival).
+    "read_delay",
+    "tpot",  # per request: time per output token
+    "request_ttft",  # every request's, not the task's
+    # Per request: output tokens over its e2e, in thousands (a histogram holds 0..3600, and a
+    # zero-latency server streams well over 3,600 tokens a second).
+    "request_ktps",
+    # Per request with both: the API's output tokens over the offline tokenizer's count.
+    "request_usage_ratio",
+    # Multi-turn cases: each turn from its first step's start to its last step's end, and the
+    # TTFT of its first model call (what a user waits for after each message).
+    "turn_latency",
+    "turn_ttft",
+)
+(LATENCY, LATENCY_ALL, TTFT, ITL, ITL_POOLED, TTFO, LATENCY_INTENDED, LAG, WAIT, READ_DELAY,
+ TPOT, REQUEST_TTFT, REQUEST_KTPS, REQUEST_USAGE_RATIO, TURN_LATENCY, TURN_TTFT) = range(
+    len(_DISTS))  # fmt: skip
+
+
 @dataclass(slots=True)
 class _Group:
     """Everything one scope (a run overall, a case, a language) accumulates. Slots: a run of
     10^5 cases has as many groups (a ``__dict__`` each was 1.6 KB of a cell's 6.7)."""
 
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
-    latency: Histogram = field(default_factory=Histogram)
-    latency_all: Histogram = field(default_factory=Histogram)
-    ttft: Histogram = field(default_factory=Histogram)
-    # Per streamed task, the mean gap between its token-bearing chunks (a sample keeps only
-    # that mean and the maximum, not every gap): the distribution of ITL over tasks.
-    itl: Histogram = field(default_factory=Histogram)
-    # Every gap of every streamed task, pooled (vLLM bench's ITL): from each sample's
-    # bucketed gaps (3 significant figures).
-    itl_pooled: Histogram = field(default_factory=Histogram)
-    ttfo: Histogram = field(default_factory=Histogram)  # per task: to its first content token
-    latency_intended: Histogram = field(default_factory=Histogram)  # open loop: from schedule
-    lag: Histogram = field(default_factory=Histogram)  # open loop: start − scheduled start
-    # Per model call: from its start to its request going out (a free pooled connection, a
-    # new connection's handshake). Near zero unless the client's pool or connecting held it.
-    wait: Histogram = field(default_factory=Histogram)
-    # Per model call: from its last bytes' arrival to perfbench reading them (the client's own
-    # queueing; outside the latencies, which end at the arrival).
-    read_delay: Histogram = field(default_factory=Histogram)
+    # Tasks by status, in STATUSES' order (a list: a dict of six was 272 B of every case).
+    counts: list[int] = field(default_factory=lambda: [0] * len(STATUSES))
+    # Every distribution, by its index (_DISTS): a one-task case's are one array.
+    dists: Distributions = field(default_factory=lambda: Distributions(len(_DISTS)))
     late: int = 0
     throttled: int = 0
     retries: int = 0
@@ -95,8 +118,9 @@ class _Group:
     reasoning: int = 0
     cost_reported: float = 0.0  # what a gateway reported, for the tasks it reported on
     reported: int = 0
-    served: dict[str, int] = field(default_factory=dict)  # model that answered → tasks
-    failures: dict[str, list[Any]] = field(default_factory=dict)  # kind → [count, example]
+    # Made at their first entry: two empty dicts were 160 B of every case.
+    served: dict[str, int] | None = None  # model that answered → tasks
+    failures: dict[str, list[Any]] | None = None  # kind → [count, example]
     tokens_estimated: bool = False
     model_calls: int = 0
     tool_calls: int = 0
@@ -111,32 +135,24 @@ class _Group:
     asked_stream: int = 0
     asked_stream_whole: int = 0
     asked_whole: int = 0
-    tpot: Histogram = field(default_factory=Histogram)  # per request: time per output token
-    request_ttft: Histogram = field(default_factory=Histogram)  # every request's, not the task's
-    # Per request: output tokens over its e2e, in thousands (a histogram holds 0..3600, and a
-    # zero-latency server streams well over 3,600 tokens a second).
-    request_ktps: Histogram = field(default_factory=Histogram)
-    # Per request with both: the API's output tokens over the offline tokenizer's count.
-    request_usage_ratio: Histogram = field(default_factory=Histogram)
     slo: Slo | None = None  # run --slo: goodput is counted against it
     slo_tasks: int = 0
     slo_requests: int = 0
-    # Multi-turn cases: each turn from its first step's start to its last step's end, and the
-    # TTFT of its first model call (what a user waits for after each message).
-    turn_latency: Histogram = field(default_factory=Histogram)
-    turn_ttft: Histogram = field(default_factory=Histogram)
     breakdown: Breakdown = field(default_factory=Breakdown)  # time split, success (breakdown.py)
 
     def add(self, s: Sample, timeout: float) -> None:
-        self.counts[s.status] += 1
+        self.counts[_STATUS[s.status]] += 1
         if s.scheduled is not None:
             lag = s.start - s.scheduled
-            self.lag.add(lag)
+            self.dists.add(LAG, lag)
             self.late += lag > LATE_S
         if s.status != "ok" and s.error_kind:
-            entry = self.failures.get(s.error_kind)
+            failures = self.failures
+            if failures is None:
+                failures = self.failures = {}
+            entry = failures.get(s.error_kind)
             if entry is None:
-                self.failures[s.error_kind] = [1, (s.error or "")[:200]]
+                failures[s.error_kind] = [1, (s.error or "")[:200]]
             else:
                 entry[0] += 1
         # A task stopped in its backoff (Ctrl-C) was answered 429 all the same: counted.
@@ -153,22 +169,22 @@ class _Group:
             self.last_end = s.end
         latency = s.end - s.start
         if s.status == "ok":
-            self.latency.add(latency)
-            self.latency_all.add(latency)
+            self.dists.add(LATENCY, latency)
+            self.dists.add(LATENCY_ALL, latency)
             if s.scheduled is not None:
-                self.latency_intended.add(s.end - s.scheduled)
+                self.dists.add(LATENCY_INTENDED, s.end - s.scheduled)
         else:
-            self.latency_all.add(latency if latency > timeout else timeout)
+            self.dists.add(LATENCY_ALL, latency if latency > timeout else timeout)
         if s.ttft is not None:
-            self.ttft.add(s.ttft)
+            self.dists.add(TTFT, s.ttft)
         if s.itl_mean is not None:
-            self.itl.add(s.itl_mean)
+            self.dists.add(ITL, s.itl_mean)
         if s.itl_gaps:
-            pooled = self.itl_pooled
+            dists = self.dists
             for us, n in s.itl_gaps:
-                pooled.add_count(us / 1e6, n)
+                dists.add_count(ITL_POOLED, us / 1e6, n)
         if s.ttfo is not None:
-            self.ttfo.add(s.ttfo)
+            self.dists.add(TTFO, s.ttfo)
         if s.tokens_out is not None or s.tokens_in is not None:
             self.with_tokens += 1
             self.tokens_in += s.tokens_in or 0
@@ -180,9 +196,9 @@ class _Group:
         self.input_chars += s.input_chars
         for st in s.steps:
             if st.wait is not None:  # model calls only: a tool call has no request
-                self.wait.add(st.wait)
+                self.dists.add(WAIT, st.wait)
             if st.read_delay is not None:
-                self.read_delay.add(st.read_delay)
+                self.dists.add(READ_DELAY, st.read_delay)
             if st.kind == "model":
                 self._request(st)
         if self.slo is not None:
@@ -216,27 +232,27 @@ class _Group:
             if st.kind == "model" and turn not in first_ttft:
                 first_ttft[turn] = st.ttft
         for turn, (begin, end) in spans.items():
-            self.turn_latency.add(end - begin)
+            self.dists.add(TURN_LATENCY, end - begin)
             ttft = first_ttft.get(turn)
             if ttft is not None:
-                self.turn_ttft.add(ttft)
+                self.dists.add(TURN_TTFT, ttft)
 
     def _request(self, st: Step) -> None:
         self.requests += 1
         self.requests_failed += st.status != "ok"
         if st.status == "ok":
             if st.ttft is not None:
-                self.request_ttft.add(st.ttft)
+                self.dists.add(REQUEST_TTFT, st.ttft)
             if st.stream is not None:
                 self._asked(st.stream, st.ttft is not None)
             figures = request_figures(st)
             if figures["tpot"] is not None:
-                self.tpot.add(figures["tpot"])
+                self.dists.add(TPOT, figures["tpot"])
             e2e = figures["e2e"]
             if st.tokens_out and e2e is not None and e2e >= MIN_E2E:
-                self.request_ktps.add(st.tokens_out / e2e / 1000)
+                self.dists.add(REQUEST_KTPS, st.tokens_out / e2e / 1000)
             if st.tokens_out is not None and st.tokens_estimate:
-                self.request_usage_ratio.add(st.tokens_out / st.tokens_estimate)
+                self.dists.add(REQUEST_USAGE_RATIO, st.tokens_out / st.tokens_estimate)
         if self.slo is not None:
             self.slo_requests += self.slo.request_meets(st)
 
@@ -261,21 +277,16 @@ class _Group:
         self.cache_read += s.tokens_cache_read or 0
         self.reasoning += s.tokens_reasoning or 0
         if s.model_served:
-            self.served[s.model_served] = self.served.get(s.model_served, 0) + 1
+            served = self.served
+            if served is None:
+                served = self.served = {}
+            served[s.model_served] = served.get(s.model_served, 0) + 1
 
     def merge(self, other: _Group) -> None:
-        for status, n in other.counts.items():
-            self.counts[status] += n
-        self.latency.merge(other.latency)
-        self.latency_all.merge(other.latency_all)
-        self.ttft.merge(other.ttft)
-        self.itl.merge(other.itl)
-        self.itl_pooled.merge(other.itl_pooled)
-        self.ttfo.merge(other.ttfo)
-        self.latency_intended.merge(other.latency_intended)
-        self.lag.merge(other.lag)
-        self.wait.merge(other.wait)
-        self.read_delay.merge(other.read_delay)
+        counts = self.counts
+        for i, n in enumerate(other.counts):
+            counts[i] += n
+        self.dists.merge(other.dists)
         self.late += other.late
         self.throttled += other.throttled
         self.retries += other.retries
@@ -300,48 +311,47 @@ class _Group:
         self.reasoning += other.reasoning
         self.cost_reported += other.cost_reported
         self.reported += other.reported
-        for name, n in other.served.items():
-            self.served[name] = self.served.get(name, 0) + n
-        for kind, (count, example) in other.failures.items():
-            entry = self.failures.setdefault(kind, [0, example])
-            entry[0] += count
+        if other.served:
+            served = self.served = self.served or {}
+            for name, n in other.served.items():
+                served[name] = served.get(name, 0) + n
+        if other.failures:
+            failures = self.failures = self.failures or {}
+            for kind, (count, example) in other.failures.items():
+                entry = failures.setdefault(kind, [0, example])
+                entry[0] += count
         self.first_start = min(self.first_start, other.first_start)
         self.last_end = max(self.last_end, other.last_end)
         self.requests += other.requests
         self.requests_failed += other.requests_failed
-        self.tpot.merge(other.tpot)
-        self.request_ttft.merge(other.request_ttft)
-        self.request_ktps.merge(other.request_ktps)
-        self.request_usage_ratio.merge(other.request_usage_ratio)
         self.slo = self.slo or other.slo
         self.slo_tasks += other.slo_tasks
         self.slo_requests += other.slo_requests
-        self.turn_latency.merge(other.turn_latency)
-        self.turn_ttft.merge(other.turn_ttft)
         self.breakdown.merge(other.breakdown)
 
     def finish(self, window: float) -> Metrics:
-        tasks = sum(n for k, n in self.counts.items() if k not in ("cancelled", "dropped"))
-        ok = self.counts["ok"]
+        counts: dict[str, int] = dict(zip(STATUSES, self.counts, strict=True))
+        tasks = sum(n for k, n in counts.items() if k not in ("cancelled", "dropped"))
+        ok = counts["ok"]
         return {
             "tasks": tasks,
-            **self.counts,
+            **counts,
             "error_rate": (tasks - ok) / tasks if tasks else None,
             "expect_mismatch": self.expect_mismatch,
             "failures": {
                 kind: {"count": count, "example": example}
-                for kind, (count, example) in sorted(self.failures.items())
+                for kind, (count, example) in sorted((self.failures or {}).items())
             },
-            "latency": self.latency.summary(),
-            "latency_all": self.latency_all.summary(),
-            "ttft": self.ttft.summary(),
-            "itl": self.itl.summary(),
-            "itl_pooled": self.itl_pooled.summary(),
-            "ttfo": self.ttfo.summary(),
-            "latency_intended": self.latency_intended.summary(),
-            "schedule_lag": self.lag.summary(),
-            "wait": self.wait.summary(),
-            "read_delay": self.read_delay.summary(),
+            "latency": self.dists.summary(LATENCY),
+            "latency_all": self.dists.summary(LATENCY_ALL),
+            "ttft": self.dists.summary(TTFT),
+            "itl": self.dists.summary(ITL),
+            "itl_pooled": self.dists.summary(ITL_POOLED),
+            "ttfo": self.dists.summary(TTFO),
+            "latency_intended": self.dists.summary(LATENCY_INTENDED),
+            "schedule_lag": self.dists.summary(LAG),
+            "wait": self.dists.summary(WAIT),
+            "read_delay": self.dists.summary(READ_DELAY),
             "late": self.late,
             "throttled": self.throttled,
             "throttle_rate": self.throttled / tasks if tasks else None,
@@ -356,7 +366,7 @@ class _Group:
             "cost_reported_per_task": self.cost_reported / self.reported if self.reported else None,
             "tokens_cache_read": _per(self.cache_read, self.with_tokens),
             "tokens_reasoning": _per(self.reasoning, self.with_tokens),
-            "models_served": dict(sorted(self.served.items())),
+            "models_served": dict(sorted((self.served or {}).items())),
             "cost_per_1k_chars": 1000 * self.cost / self.input_chars
             if self.priced == tasks and self.input_chars
             else None,
@@ -372,12 +382,12 @@ class _Group:
             "requests": self.requests,
             "request_error_rate": _per(self.requests_failed, self.requests),
             "request_rate": self.requests / window if window > 0 else None,
-            "tpot": self.tpot.summary(),
-            "request_ttft": self.request_ttft.summary(),
-            "request_tokens_per_s": _scaled(self.request_ktps.summary(), 1000),
-            "request_usage_vs_estimate": self.request_usage_ratio.summary(),
-            "turn_latency": self.turn_latency.summary(),
-            "turn_ttft": self.turn_ttft.summary(),
+            "tpot": self.dists.summary(TPOT),
+            "request_ttft": self.dists.summary(REQUEST_TTFT),
+            "request_tokens_per_s": _scaled(self.dists.summary(REQUEST_KTPS), 1000),
+            "request_usage_vs_estimate": self.dists.summary(REQUEST_USAGE_RATIO),
+            "turn_latency": self.dists.summary(TURN_LATENCY),
+            "turn_ttft": self.dists.summary(TURN_TTFT),
             "early_stopping": self.early_stopping(),
             **({"goodput": self._goodput(tasks, window)} if self.slo is not None else {}),
             **self.breakdown.finish(),
@@ -400,27 +410,24 @@ class _Group:
 
     def early_stopping(self) -> Metrics:
         """MLPerf's early-stopping P90/P95/P99 of the tail figures a verdict rests on."""
-        figures = {
-            "latency": self.latency,
-            "ttft": self.ttft,
-            "request_ttft": self.request_ttft,
-            "tpot": self.tpot,
+        figures = {"latency": LATENCY, "ttft": TTFT, "request_ttft": REQUEST_TTFT, "tpot": TPOT}
+        dists = self.dists
+        return {
+            name: early_stopping.tails(dists.histogram(i))
+            for name, i in figures.items()
+            if dists.count(i)
         }
-        return {name: early_stopping.tails(h) for name, h in figures.items() if h.count}
 
     def _percentile_checks(self) -> list[dict[str, Any]]:
         assert self.slo is not None
-        figures = {"ttft": self.request_ttft, "tpot": self.tpot, "latency": self.latency}
-        return percentile_checks(self.slo, figures)
+        figures = {"ttft": REQUEST_TTFT, "tpot": TPOT, "latency": LATENCY}
+        read = self.dists.histogram
+        return percentile_checks(self.slo, {name: read(i) for name, i in figures.items()})
 
     def histograms(self) -> dict[str, str]:
-        named = {
-            "latency": self.latency,
-            "ttft": self.ttft,
-            "itl": self.itl,
-            "itl_pooled": self.itl_pooled,
-        }
-        return {name: h.encode() for name, h in named.items() if h.count}
+        named = {"latency": LATENCY, "ttft": TTFT, "itl": ITL, "itl_pooled": ITL_POOLED}
+        dists = self.dists
+        return {name: dists.histogram(i).encode() for name, i in named.items() if dists.count(i)}
 
 
 def _scaled(summary: dict[str, Any] | None, factor: float) -> dict[str, Any] | None:

