@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
@@ -50,6 +51,15 @@ def fixed_profile(**overrides: Any) -> Profile:
 def perfbench(*args: str) -> list[str]:
     """The command line of a `perfbench` child process, in this interpreter."""
     return [sys.executable, "-m", "perfbench", *args]
+
+
+def start_up() -> float:
+    """Seconds a `perfbench` child process takes to start, import its commands and exit, at
+    this machine's load now (~0.7 s idle, several at load average 15): the reference a test
+    derives a child's deadlines from, rather than a fixed bound an idle machine meets."""
+    began = time.monotonic()
+    subprocess.run(perfbench("run", "--help"), capture_output=True, timeout=120, check=True)
+    return time.monotonic() - began
 
 
 def cli(

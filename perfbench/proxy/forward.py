@@ -128,6 +128,13 @@ class Tee:
                 await self._pass(chunk)
 
     async def _pass(self, chunk: bytes) -> None:
+        if self._since is not None:
+            # When its bytes arrived (the client's socket stamp), taken before the write to
+            # the agent: stamped after it, a busy proxy's lateness went into the recording,
+            # and a replay served it again on top of its own.
+            arrived = self.arrived
+            at = arrived if arrived is not None else time.monotonic()
+            self.chunks.append((at - self._since[0], chunk))
         if not self.gone:
             try:
                 await self._agent.write(chunk)
@@ -136,8 +143,6 @@ class Tee:
                 # is still read and parsed to its end, so the call is timed and classified by
                 # what the upstream sent, not by the agent's leaving.
                 self.gone = True
-        if self._since is not None:
-            self.chunks.append((time.monotonic() - self._since[0], chunk))
 
 
 @dataclass

@@ -52,16 +52,19 @@ STUBBORN = textwrap.dedent(
     from perfbench import api
     from perfbench.engine.observer import RunObserver
 
+    watched = threading.Event()  # the stop handler is in place: the work has started
+
     class Stubborn:  # its stop is slow: it waits 30 s for something before it returns
         stopped = []
         async def run(self):
+            watched.set()
             await anyio.sleep(30)
             return "finished"
         def stop(self, reason=None):
             self.stopped.append(reason)
 
     def signals(gap):
-        time.sleep(0.5)
+        watched.wait(20)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(gap)
         os.kill(os.getpid(), signal.SIGINT)
@@ -120,17 +123,20 @@ PROMPT = textwrap.dedent(
     from perfbench import api
     from perfbench.engine.observer import RunObserver
 
+    watched = threading.Event()  # the stop handler is in place: the work has started
+
     class Prompt:  # its stop ends it at once
         def __init__(self):
             self.stopped = anyio.Event()
         async def run(self):
+            watched.set()
             await self.stopped.wait()
             return "stopped"
         def stop(self, reason=None):
             self.stopped.set()
 
     def signals():
-        time.sleep(0.5)
+        watched.wait(20)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.1)
         os.kill(os.getpid(), signal.SIGINT)
@@ -146,7 +152,10 @@ PROMPT = textwrap.dedent(
 def test_a_second_sigint_after_a_prompt_stop_is_still_the_same_interrupt() -> None:
     """The stop ended the run before the second SIGINT of the same interrupt came (30 ms
     later); Python's handler was back, and its KeyboardInterrupt cut the tables (the e2e test
-    above failed 1 time in 8 on an idle machine, 1 in 3 after the merges of 2026-12-03)."""
+    above failed 1 time in 8 on an idle machine, 1 in 3 after the merges of 2026-12-03).
+    The child signals itself once its work has started, the stop handler then in place: a
+    first signal at a fixed 0.5 s came, at load average 26, while `_drive` still imported its
+    event loop, and the child hung at exit (7 of 40 tries with the first signal at 40-235 ms)."""
     done = subprocess.run(
         [sys.executable, "-c", PROMPT], capture_output=True, text=True, timeout=25
     )  # fmt: skip
@@ -161,10 +170,13 @@ SLOW_STOP = textwrap.dedent(
     from perfbench import api
     from perfbench.engine.observer import RunObserver
 
+    watched = threading.Event()  # the stop handler is in place: the work has started
+
     class SlowStop:  # its tasks in flight take longer than TOGETHER_S to end after the stop
         def __init__(self):
             self.asked = False
         async def run(self):
+            watched.set()
             while not self.asked:
                 await anyio.sleep(0.01)
             await anyio.sleep(api.TOGETHER_S * 2)
@@ -173,7 +185,7 @@ SLOW_STOP = textwrap.dedent(
             self.asked = True
 
     def signal_once():
-        time.sleep(0.5)
+        watched.wait(20)
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=signal_once, daemon=True).start()

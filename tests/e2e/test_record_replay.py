@@ -6,15 +6,19 @@ recorded run's, and `compare` of the two passes. A call the recording lacks is a
 
 from __future__ import annotations
 
+import itertools
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from perfbench.apis.recording import Call, read
 from perfbench.errors import ProfileError
 from perfbench.mock.profile import load_profile
+from perfbench.mock.replay import Answer, Replay
 from tests.helpers import CASES, invoke, load_note, write_suite
 
 AGENTS = Path(__file__).resolve().parent.parent / "fixtures" / "agents"
@@ -64,9 +68,14 @@ def test_a_recording_holds_every_call_with_its_timing(recorded: tuple[Path, Path
     first = calls[0]
     assert first["status"] == 200 and first["path"] == "chat/completions"
     assert first["headers"]["content-type"].startswith("text/event-stream")
-    offsets = [at for at, _ in first["chunks"]]
-    # The head (the role chunk) comes with the headers; the first token ~150 ms later.
-    assert offsets == sorted(offsets) and offsets[0] < 0.03 < offsets[1]
+    offsets = [[at for at, _ in call["chunks"]] for call in calls]
+    assert all(times == sorted(times) for times in offsets)
+    # The head (the role chunk) comes with the headers, the first token ~150 ms later: the
+    # head is not held back with it. (Not "within 30 ms": at load average 20, with a CPU hog
+    # on one core, the first call's head took 36 ms; the wait for the token is the reference.)
+    heads = statistics.median(times[0] for times in offsets)
+    waits = statistics.median(times[1] - times[0] for times in offsets)
+    assert heads < waits / 2, (heads, waits, load_note())
     assert "".join(text for _, text in first["chunks"]).rstrip().endswith("data: [DONE]")
 
 
@@ -137,26 +146,51 @@ def test_a_call_the_recording_lacks_is_a_replay_miss(
     assert "has no call 0 of case 'never-recorded'" in sample["error"]
 
 
+def _asking(call: Call, key: str) -> dict[str, str]:
+    """The headers perfbench's proxy sends for ``call``, under the task key ``key``."""
+    return {"x-perfbench-case": call.case, "x-perfbench-step": str(call.step),
+            "x-perfbench-phase": call.phase, "x-perfbench-run": str(call.run),
+            "x-perfbench-iteration": str(call.iteration), "x-perfbench-key": key}  # fmt: skip
+
+
+def _first_token_and_gaps(times: list[tuple[float, ...]]) -> tuple[float, float]:
+    """The medians of the first token's time (the second chunk: the head goes first) and of
+    the gaps after it."""
+    gaps = [b - a for t in times for a, b in itertools.pairwise(t[1:])]
+    return statistics.median(t[1] for t in times), statistics.median(gaps)
+
+
 def test_a_fitted_replay_keeps_the_shape_of_the_recorded_delays(
     recorded: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    # Each chunk's time drawn from lognormal fits to the recording: the same answers, a
-    # time to first token about the recorded one (not each call's own), seeded per call.
+    """Each chunk's time drawn from lognormal fits to the recording: a time to first token and
+    gaps about the recorded ones (not each call's own), seeded per call. The shape is checked
+    on the delays the replay serves, not on a run's timing: measured apart in time, two runs
+    at load average 20 (a CPU hog on one core) were 49 % apart, a fitted replay's TTFT P50
+    against the recorded timing's replayed just before."""
     run_dir, recording, _ = recorded
-    fitted = recording.parent / "fitted.yaml"
-    fitted.write_text("name: fitted\nreplay: {path: calls.jsonl, timing: fitted}\n")
-    once, twice = (_run(tmp_path / side, f"mock+http:{fitted}") for side in ("a", "b"))
-    live, replayed = _overall(run_dir), _overall(once)
+    _, calls = read(recording)
+    fitted = Replay(recording, "fitted")
+    served = [fitted.answer(_asking(call, f"k{n}")) for n, call in enumerate(calls)]
+    assert all(isinstance(answer, Answer) for answer in served), served
+    drawn = [answer.due for answer in served if isinstance(answer, Answer)]
+    kept = [tuple(at for at, _ in call.chunks) for call in calls]
+    assert [answer.chunks for answer in served if isinstance(answer, Answer)] == [
+        tuple(text.encode() for _, text in call.chunks) for call in calls
+    ]  # the recorded answers, chunk for chunk
+    assert _first_token_and_gaps(drawn) == pytest.approx(_first_token_and_gaps(kept), rel=0.25)
+    assert sum(d == k for d, k in zip(drawn, kept, strict=True)) == 0  # not each call's own
+    # Seeded by each call's key: the same draws when the same call comes again, others not.
+    again = fitted.answer(_asking(calls[0], "k0"))
+    other = fitted.answer(_asking(calls[0], "another key"))
+    assert isinstance(again, Answer) and isinstance(other, Answer)
+    assert again.due == drawn[0] != other.due
+    # Served by the mock through the proxy: the same answers, token for token.
+    profile = recording.parent / "fitted.yaml"
+    profile.write_text("name: fitted\nreplay: {path: calls.jsonl, timing: fitted}\n")
+    replayed = _overall(_run(tmp_path / "runs", f"mock+http:{profile}"))
+    live = _overall(run_dir)
     assert replayed["ok"] == 48 and replayed["tokens_out"] == live["tokens_out"]
-    assert replayed["request_ttft"]["p50"] == pytest.approx(live["request_ttft"]["p50"], rel=0.25)
-    assert replayed["tpot"]["p50"] == pytest.approx(live["tpot"]["p50"], rel=0.25)
-    # Seeded by each call's key: the same draws in another run of the same plan (measured
-    # apart in time: one more run when a busy spell moved one, as the test above does).
-    first, again = replayed["request_ttft"]["p50"], [_overall(twice)["request_ttft"]["p50"]]
-    while again[-1] != pytest.approx(first, rel=0.05) and len(again) < REPLAYS - 1:
-        more = _run(tmp_path / f"more{len(again)}", f"mock+http:{fitted}")
-        again.append(_overall(more)["request_ttft"]["p50"])
-    assert again[-1] == pytest.approx(first, rel=0.05), f"{first} then {again}, {load_note()}"
 
 
 def test_a_damaged_recording_is_the_profiles_located_error(tmp_path: Path) -> None:

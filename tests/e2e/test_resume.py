@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from perfbench.cli import app
 from tests.helpers import CASES, cli, load_note, perfbench
+from tests.helpers import start_up as measured_start_up
 
 PROFILE = """
 name: quick
@@ -47,9 +48,7 @@ def test_twenty_kill_9s_then_resume_runs_every_task_exactly_once(tmp_path: Path)
     # The kills land at seeded fractions of the interpreter's start-up as measured here and
     # now (~0.7 s on a quiet machine, several seconds at load 15, where fixed 0.5–1.1 s sleeps
     # killed nearly every start before the run directory existed).
-    began = time.monotonic()
-    subprocess.run(perfbench("run", "--help"), capture_output=True, timeout=120, check=True)
-    start_up = time.monotonic() - began
+    start_up = measured_start_up()
     rng = random.Random(2026)
     kills = 0
     run_dir: Path | None = None
