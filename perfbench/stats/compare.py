@@ -142,6 +142,11 @@ class Rules:
     alpha: float = 0.05
     # The declared, gated metrics: every one but the informational serving figures.
     gate: tuple[str, ...] = tuple(m.name for m in METRICS if m.name not in INFORMATIONAL)
+    # Whether the gate was named (--gate, ``gate`` in the settings). The default one leaves out
+    # a percentile that rests on too few tasks a run (``thin``): a run's P99 of 32 tasks is its
+    # slowest task, whose luck no number of runs averages below P99's threshold; a named gate
+    # keeps it, as the user asked.
+    gate_named: bool = False
     scopes: tuple[Scope, ...] = ("overall",)  # gated scopes; other rows are informational
     correction: Correction = "auto"  # METHODS
     noise_k: float = NOISE_K  # 0 turns the noise bar off: fixed thresholds only
@@ -287,7 +292,7 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
     return Comparison(
         rows=rows,
         correction=method,
-        gated=list(rules.gate),
+        gated=_gated(rules, rows),
         scopes=list(rules.scopes),
         alpha=rules.alpha,
         runs=runs,
@@ -303,6 +308,14 @@ def compare(baseline: Mapping[str, Any], candidate: Mapping[str, Any], rules: Ru
             baseline, candidate, {m.name: m.path for m in rules.metrics}
         ),
     )
+
+
+def _gated(rules: Rules, rows: Sequence[Row]) -> list[str]:
+    """The declared gate less the metrics whose overall row it left out (thin percentiles)."""
+    left_out = {
+        r.metric for r in rows if r.scope == "overall" and "overall" in rules.scopes and not r.gated
+    }
+    return [name for name in rules.gate if name not in left_out]
 
 
 def _scopes(base: Sequence[Any], cand: Sequence[Any]) -> Iterable[tuple[Scope, str]]:
@@ -376,14 +389,16 @@ def _row(
         both = base_by_run.keys() & cand_by_run.keys()
         base_by_run = {i: v for i, v in base_by_run.items() if i in both}
         cand_by_run = {i: v for i, v in cand_by_run.items() if i in both}
+    tasks = _fewest_tasks(metric, scope, key, base_runs, cand_runs)
     gated = metric.name in rules.gate and scope in rules.scopes
+    gated = gated and (rules.gate_named or not thin(metric, tasks))
     b, c = spread(list(base_by_run.values())), spread(list(cand_by_run.values()))
     if b is None or c is None:
         return Row(scope, key, metric.name, metric.unit, metric.better, b, c, None, None, None,
                    "n/a", gated)  # fmt: skip
     exact = metric.deterministic and b.min == b.max and c.min == c.max
     if rules.paired and not exact:
-        return _paired_row(rules, metric, scope, key, (b, c), gated, (base_runs, cand_runs))
+        return _paired_row(rules, metric, scope, key, (b, c), gated, tasks)
     outliers = () if exact else _outliers(base_by_run, cand_by_run)
     base = [v for i, v in base_by_run.items() if ("baseline", i) not in outliers]
     cand = [v for i, v in cand_by_run.items() if ("candidate", i) not in outliers]
@@ -410,7 +425,7 @@ def _row(
         bar=bar,
         wide_bar=wide_bar,
         by_noise=not exact and bar > metric.threshold,
-        tasks=_fewest_tasks(metric, scope, key, base_runs, cand_runs),
+        tasks=tasks,
     )
     p = row.p if row.p is not None else 1.0
     return replace(row, verdict=_verdict(metric, row, p, rules.alpha))
@@ -423,7 +438,7 @@ def _paired_row(
     key: str,
     sides: tuple[Spread, Spread],
     gated: bool,
-    runs: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    tasks: int | None,
 ) -> Row:
     """A row of paired runs: the pairs' median change, their own noise (what a round's two
     runs share cancels out; no run is an outlier, a pair's ranks bound its weight) and the
@@ -440,7 +455,7 @@ def _paired_row(
         None if change is None else 1 + change, change,
         paired.signed_rank(diffs if higher else [-d for d in diffs]), "pass", gated,
         noise=noise, bar=bar, wide_bar=bar, by_noise=bar > metric.threshold,
-        tasks=_fewest_tasks(metric, scope, key, *runs), paired=True,
+        tasks=tasks, paired=True,
     )  # fmt: skip
     return replace(row, verdict=_verdict(metric, row, row.p or 1.0, rules.alpha))
 
@@ -454,6 +469,13 @@ def _p(
     worse = _worse(metric, b.median, c.median)
     cand_higher = (worse >= 0) == (metric.better == "lower")
     return mann_whitney(cand, base) if cand_higher else mann_whitney(base, cand)
+
+
+def thin(metric: Metric, tasks: int | None) -> bool:
+    """Whether a run's ``metric`` rests on too few tasks to be more than its slowest task
+    (a P95 under 20 tasks, a P99 under 100: ``power.tasks_for``)."""
+    quantile = metric.quantile
+    return quantile is not None and tasks is not None and 0 < tasks < power.tasks_for(quantile)
 
 
 def _fewest_tasks(
@@ -707,17 +729,25 @@ def _number(metrics: Any, path: str) -> float | None:
 
 
 def _thin_percentiles(rows: Sequence[Row], rules: Rules) -> Iterable[str]:
-    """A gated percentile that rests on too few tasks a run is that run's slowest task (a
-    P95 of 16 tasks is the maximum, and so is its P99): it moves with one task's luck."""
+    """A percentile that rests on too few tasks a run is that run's slowest task (a P95 of
+    16 tasks is the maximum, and so is its P99): it moves with one task's luck. The default
+    gate leaves it out (``thin``), a named one gates it; either way the warning says how
+    many tasks a run would make it mean something."""
     for row in rows:
         metric = rules.metric(row.metric)
-        if not row.gated or row.scope != "overall" or metric.quantile is None or not row.tasks:
+        declared = metric.name in rules.gate and row.scope in rules.scopes
+        if not declared or row.scope != "overall" or not thin(metric, row.tasks):
             continue
+        assert metric.quantile is not None and row.tasks is not None  # thin() says so
         needed = power.tasks_for(metric.quantile)
-        if row.tasks < needed:
-            yield (
-                f"{row.metric} rests on {row.tasks} tasks a run: below {needed} a run's "
-                f"{row.metric} is its slowest task, which one task's luck moves; multiply "
-                f"--repeat by {math.ceil(needed / row.tasks)} ({needed}+ tasks a run), or leave "
-                f"{row.metric} out of --gate"
+        more = f"multiply --repeat by {math.ceil(needed / row.tasks)} ({needed}+ tasks a run)"
+        yield (
+            f"{row.metric} rests on {row.tasks} tasks a run: below {needed} a run's "
+            f"{row.metric} is its slowest task, which one task's luck moves; "
+            + (
+                f"{more}, or leave {row.metric} out of --gate"
+                if row.gated
+                else f"not gated (shown only): {more} to gate it, or name it in --gate to "
+                "gate it as it is"
             )
+        )

@@ -73,7 +73,7 @@ def build_rules(
     gated = gate if gate is not None else settings.get("gate")
     if gated is not None:
         names = [n.strip() for g in gated for n in str(g).split(",") if n.strip()]
-        rules = replace(rules, gate=tuple(_known(n, "gate") for n in names))
+        rules = replace(rules, gate=tuple(_known(n, "gate") for n in names), gate_named=True)
     wanted = scopes if scopes is not None else settings.get("scopes")
     if wanted is not None:
         rules = replace(rules, scopes=_scopes(wanted))
